@@ -1,0 +1,27 @@
+/* cli.h: what the subcommands share: loading a model and its data. */
+#ifndef TEMPER_CLI_H
+#define TEMPER_CLI_H
+#include "engine.h"
+
+typedef struct model_data {
+  const char *params_dir;   /* --params DIR, or NULL for seeded random data */
+  uint64_t seed;
+  int n_inputs;             /* --input NAME=FILE.npy */
+  const char *input_names[32];
+  const char *input_files[32];
+  /* filled by cli_model_data: one value per @main parameter */
+  int n_params;
+  float **values;
+  int *is_input;
+} model_data;
+
+int cli_read_model(const char *path, temper_graph **g);          /* prints the error; 0 on success */
+int cli_model_data(temper_graph *g, model_data *md);              /* prints the error; 0 on success */
+void cli_model_data_free(model_data *md);
+int cli_bind_and_optimize(temper_graph *g, model_data *md, int vec); /* binds the non-inputs, runs the passes */
+double cli_now(void);
+int cli_parse_input_flag(model_data *md, const char *arg);
+
+int cmd_run(int argc, char **argv);
+int cmd_lower(int argc, char **argv);
+#endif

@@ -1,0 +1,141 @@
+/* common.c: loading models and their parameters for the subcommands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+
+double cli_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { fprintf(stderr, "temper: %s: cannot open: %s\n", path, strerror(errno)); return NULL; }
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t r = fread(buf + len, 1, cap - len - 1, f);
+    len += r;
+    if (len + 1 < cap) break;
+    char *nb = realloc(buf, cap *= 2);
+    if (!nb) { free(buf); buf = NULL; }
+    else buf = nb;
+  }
+  fclose(f);
+  if (!buf) { fprintf(stderr, "temper: %s: out of memory\n", path); return NULL; }
+  buf[len] = 0;
+  if (strlen(buf) != len) {
+    fprintf(stderr, "temper: %s: not a text model (contains NUL bytes)\n", path);
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+int cli_read_model(const char *path, temper_graph **g) {
+  char *text = read_file(path);
+  if (!text) return 1;
+  char *err = NULL;
+  temper_status s = temper_graph_parse(text, path, g, &err);
+  free(text);
+  if (s) {
+    fprintf(stderr, "%s\n", err ? err : temper_status_str(s));
+    free(err);
+    return 1;
+  }
+  return 0;
+}
+
+int cli_parse_input_flag(model_data *md, const char *arg) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg || !eq[1]) {
+    fprintf(stderr, "temper: --input expects NAME=FILE.npy, got '%s'\n", arg);
+    return 1;
+  }
+  if (md->n_inputs == 32) { fprintf(stderr, "temper: too many --input flags\n"); return 1; }
+  char *name = strndup(arg, (size_t)(eq - arg));
+  if (!name) return 1;
+  md->input_names[md->n_inputs] = name;
+  md->input_files[md->n_inputs++] = eq + 1;
+  return 0;
+}
+
+static int load_npy_for(const node *p, const char *file, float **out) {
+  shape_t s;
+  char err[512];
+  if (npy_read(file, &s, out, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); return 1; }
+  if (!shape_eq(&s, &p->ty.shape)) {
+    char want[128], got[128];
+    type_t tw = {.kind = TY_TENSOR, .shape = p->ty.shape}, tg = {.kind = TY_TENSOR, .shape = s};
+    print_type(want, sizeof want, &tw);
+    print_type(got, sizeof got, &tg);
+    fprintf(stderr, "temper: %s holds %s but %%%s is %s\n", file, got, p->name, want);
+    free(*out);
+    *out = NULL;
+    return 1;
+  }
+  return 0;
+}
+
+int cli_model_data(temper_graph *g, model_data *md) {
+  node *fn = g->main;
+  md->n_params = fn->n_params;
+  md->values = calloc((size_t)fn->n_params + 1, sizeof(float *));
+  md->is_input = calloc((size_t)fn->n_params + 1, sizeof(int));
+  if (!md->values || !md->is_input) { fprintf(stderr, "temper: out of memory\n"); return 1; }
+  for (int k = 0; k < md->n_inputs; k++) {
+    int found = -1;
+    for (int i = 0; i < fn->n_params; i++)
+      if (!strcmp(fn->params[i]->name, md->input_names[k])) found = i;
+    if (found < 0) {
+      fprintf(stderr, "temper: --input %s: @main has no parameter %%%s (parameters:", md->input_names[k], md->input_names[k]);
+      for (int i = 0; i < fn->n_params; i++) fprintf(stderr, " %%%s", fn->params[i]->name);
+      fprintf(stderr, ")\n");
+      return 1;
+    }
+    md->is_input[found] = 1;
+    if (load_npy_for(fn->params[found], md->input_files[k], &md->values[found])) return 1;
+  }
+  if (md->n_inputs == 0 && fn->n_params > 0) md->is_input[0] = 1;   /* the data input comes first */
+  for (int i = 0; i < fn->n_params; i++) {
+    node *p = fn->params[i];
+    if (md->values[i]) continue;
+    if (!md->is_input[i] && md->params_dir) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s.npy", md->params_dir, p->name);
+      if (load_npy_for(p, path, &md->values[i])) return 1;
+      continue;
+    }
+    int64_t n = shape_numel(&p->ty.shape);
+    md->values[i] = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    if (!md->values[i]) { fprintf(stderr, "temper: out of memory\n"); return 1; }
+    data_random_param(md->values[i], &p->ty.shape, md->seed ^ data_hash_name(p->name), md->is_input[i]);
+  }
+  return 0;
+}
+
+void cli_model_data_free(model_data *md) {
+  for (int i = 0; i < md->n_params; i++) free(md->values ? md->values[i] : NULL);
+  free(md->values);
+  free(md->is_input);
+  for (int k = 0; k < md->n_inputs; k++) free((char *)md->input_names[k]);
+  md->values = NULL;
+  md->is_input = NULL;
+  md->n_inputs = 0;
+}
+
+int cli_bind_and_optimize(temper_graph *g, model_data *md, int vec) {
+  diag d = {.path = g->path, .text = g->text};
+  float **bound = calloc((size_t)md->n_params + 1, sizeof(float *));
+  if (!bound) { fprintf(stderr, "temper: out of memory\n"); return 1; }
+  for (int i = 0; i < md->n_params; i++) bound[i] = md->is_input[i] ? NULL : md->values[i];
+  temper_status s = bind_params(g, bound, &d);
+  free(bound);
+  if (!s) s = pipeline_optimize(g, vec, &d);
+  if (s) { fprintf(stderr, "%s\n", d.msg); return 1; }
+  return 0;
+}

@@ -1,0 +1,25 @@
+/* main.c: the temper command: one file per subcommand. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: temper <command> [options]\n"
+          "  run MODEL    compile in memory and run (--check compares with the reference)\n"
+          "  lower MODEL  print the fused program (--fused) or every kernel's loop IR (--loops)\n"
+          "  version      print the version\n"
+          "See docs/cli.md for every option.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { usage(stderr); return 2; }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "lower")) return cmd_lower(argc - 1, argv + 1);
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("temper %s\n", TEMPER_VERSION); return 0; }
+  if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }
+  fprintf(stderr, "temper: unknown command '%s'\n", cmd);
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,147 @@
+/* run.c: temper run MODEL — compile in memory, run, time, check. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "cli.h"
+
+typedef struct run_opts {
+  const char *model;
+  int threads, repeat, check;
+  const char *save_dir;
+} run_opts;
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int usage(void) {
+  fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--params DIR]\n"
+                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S]\n");
+  return 2;
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) {
+  char *end;
+  long x = v ? strtol(v, &end, 10) : 0;
+  if (!v || *end || x < lo || x > hi) {
+    fprintf(stderr, "temper: %s expects an integer in [%d, %d], got '%s'\n", flag, lo, hi, v ? v : "");
+    return 1;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+/* max abs error and normwise relative error (max|a-b| / max|b|) */
+static void compare(const float *a, const float *b, int64_t n, double *abs_err, double *rel_err) {
+  double m = 0, scale = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double e = fabs((double)a[i] - (double)b[i]);
+    if (e > m || isnan(e)) m = isnan(e) ? INFINITY : e;
+    if (fabs((double)b[i]) > scale) scale = fabs((double)b[i]);
+  }
+  *abs_err = m;
+  *rel_err = scale > 0 ? m / scale : m;
+}
+
+int cmd_run(int argc, char **argv) {
+  run_opts o = {.threads = 1, .repeat = 10};
+  model_data md = {.seed = 1};
+  int rc = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--threads")) { if (parse_int(a, v, 1, 256, &o.threads)) return 2; i++; }
+    else if (!strcmp(a, "--repeat")) { if (parse_int(a, v, 1, 1000000, &o.repeat)) return 2; i++; }
+    else if (!strcmp(a, "--check")) o.check = 1;
+    else if (!strcmp(a, "--params") && v) { md.params_dir = v; i++; }
+    else if (!strcmp(a, "--input") && v) { if (cli_parse_input_flag(&md, v)) return 2; i++; }
+    else if (!strcmp(a, "--save-output") && v) { o.save_dir = v; i++; }
+    else if (!strcmp(a, "--seed") && v) { md.seed = strtoull(v, NULL, 10); i++; }
+    else if (a[0] == '-') { fprintf(stderr, "temper run: unknown option '%s'\n", a); return usage(); }
+    else if (!o.model) o.model = a;
+    else return usage();
+  }
+  if (!o.model) return usage();
+  temper_graph *g = NULL;
+  temper_engine *e = NULL;
+  exec *x = NULL;
+  float **ref = NULL;
+  int n_ref = 0;
+  double *times = NULL;
+  if (cli_read_model(o.model, &g) || cli_model_data(g, &md)) goto out;
+  diag d = {.path = g->path, .text = g->text};
+  if (o.check && ref_eval_func(g->main, (const float *const *)md.values, &ref, &n_ref, &d)) {
+    fprintf(stderr, "temper: reference: %s\n", d.msg);
+    goto out;
+  }
+  if (engine_create(&e, &d)) { fprintf(stderr, "temper: %s\n", d.msg); goto out; }
+  /* remember which values feed the remaining parameters (inputs) */
+  node **in_nodes = calloc((size_t)md.n_params + 1, sizeof(node *));
+  float **in_vals = calloc((size_t)md.n_params + 1, sizeof(float *));
+  int n_in = 0;
+  if (!in_nodes || !in_vals) { free(in_nodes); free(in_vals); goto out; }
+  for (int i = 0; i < md.n_params; i++)
+    if (md.is_input[i]) in_nodes[n_in] = g->main->params[i], in_vals[n_in++] = md.values[i];
+  double t0 = cli_now();
+  int bad = cli_bind_and_optimize(g, &md, e->target.vec);
+  if (!bad && exec_create(e, g, o.threads, &x, &d)) { fprintf(stderr, "temper: %s\n", d.msg); bad = 1; }
+  double t_compile = cli_now() - t0;
+  for (int i = 0; !bad && i < x->n_inputs; i++)
+    for (int j = 0; j < n_in; j++)
+      if (x->inputs[i] == in_nodes[j]) exec_set_input(x, i, in_vals[j]);
+  free(in_nodes);
+  free(in_vals);
+  if (bad) goto out;
+  printf("model: %s\ncompiled %d kernels (%d calls) for %s (%s, %d-float vectors) in %.2f s\n", o.model, e->n_compiled,
+         x->n_steps, e->target.cpu, e->target.triple, e->target.vec, t_compile);
+  exec_run(x);   /* warm-up */
+  times = calloc((size_t)o.repeat, sizeof(double));
+  if (!times) goto out;
+  for (int r = 0; r < o.repeat; r++) {
+    double s0 = cli_now();
+    exec_run(x);
+    times[r] = cli_now() - s0;
+  }
+  qsort(times, (size_t)o.repeat, sizeof(double), cmp_double);
+  double med = times[o.repeat / 2], mn = times[0], mx = times[o.repeat - 1];
+  for (int i = 0; i < x->n_outputs; i++) {
+    char ty[128];
+    type_t t = {.kind = TY_TENSOR, .shape = x->output_shapes[i]};
+    print_type(ty, sizeof ty, &t);
+    printf("output %d: %s checksum %.6g\n", i, ty, data_checksum(exec_output(x, i), shape_numel(&x->output_shapes[i])));
+  }
+  printf("latency: median %.3f ms, min %.3f ms, spread %.1f%% over %d runs (%d thread%s)\n", med * 1e3, mn * 1e3,
+         med > 0 ? (mx - mn) / med * 100 : 0, o.repeat, o.threads, o.threads == 1 ? "" : "s");
+  rc = 0;
+  if (o.check) {
+    for (int i = 0; i < x->n_outputs && i < n_ref; i++) {
+      double ae, re;
+      compare(exec_output(x, i), ref[i], shape_numel(&x->output_shapes[i]), &ae, &re);
+      int ok = re <= 1e-4;
+      printf("check output %d: max abs error %.3g, relative error %.3g (%s)\n", i, ae, re, ok ? "ok" : "FAILED: over 1e-4");
+      if (!ok) rc = 1;
+    }
+  }
+  if (o.save_dir) {
+    mkdir(o.save_dir, 0777);
+    for (int i = 0; i < x->n_outputs; i++) {
+      char path[4096], err[512];
+      snprintf(path, sizeof path, "%s/output_%d.npy", o.save_dir, i);
+      if (npy_write(path, &x->output_shapes[i], exec_output(x, i), err, sizeof err)) {
+        fprintf(stderr, "temper: %s\n", err);
+        rc = 1;
+      }
+    }
+  }
+out:
+  free(times);
+  for (int i = 0; i < n_ref; i++) free(ref[i]);
+  free(ref);
+  exec_destroy(x);
+  engine_destroy(e);
+  cli_model_data_free(&md);
+  temper_graph_destroy(g);
+  return rc;
+}

@@ -1,0 +1,27 @@
+/* codegen.h: loop IR → LLVM IR → machine code. codegen_llvm.c is the only
+ * file that includes llvm-c/; it turns LLVM's "true means failure" plus a
+ * message into temper's status and a diag message at each call site. */
+#ifndef TEMPER_CODEGEN_H
+#define TEMPER_CODEGEN_H
+#include "loopir.h"
+#include "temper/runtime.h"
+
+typedef struct cg_target {
+  char triple[128];
+  char cpu[64];
+  char features[2048];
+  int vec;               /* float lanes of the widest vector: 16 (AVX-512), 8 (AVX2), 4 */
+} cg_target;
+
+/* The machine we run on, as LLVM sees it. */
+temper_status cg_host_target(cg_target *t, diag *d);
+
+typedef struct cg_jit cg_jit;   /* one ORC LLJIT; one per thread that compiles */
+temper_status cg_jit_create(cg_jit **out, const cg_target *t, diag *d);
+void cg_jit_destroy(cg_jit *j);
+/* Compiles the kernels into one module at O3, adds it to the JIT, and
+ * returns each kernel's entry point in fns[i]. */
+temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *fns, diag *d);
+/* The optimised LLVM IR of one kernel (malloc'd), for inspection. */
+temper_status cg_print_llvm(const cg_target *t, lfunc *f, char **text, diag *d);
+#endif

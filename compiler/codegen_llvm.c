@@ -1,0 +1,537 @@
+/* codegen_llvm.c: loop IR → LLVM IR through the LLVM-C API, O3, ORC LLJIT.
+ * Explicit vector types for vector lanes (not the auto-vectorizer's guess);
+ * masked loads/stores for partial vectors, gathers/scatters for strided
+ * lanes; a parallel loop is outlined into fn(ctx, begin, end) and handed to
+ * temper_parallel_for with the live loop variables packed into ctx. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include "codegen.h"
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static void init_llvm(void) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  LLVMInitializeNativeAsmParser();
+}
+
+static temper_status llvm_fail(diag *d, LLVMErrorRef err, const char *what) {
+  char *msg = LLVMGetErrorMessage(err);
+  temper_status s = diag_fail(d, TEMPER_ELLVM, "LLVM: %s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return s;
+}
+
+temper_status cg_host_target(cg_target *t, diag *d) {
+  pthread_once(&init_once, init_llvm);
+  char *triple = LLVMGetDefaultTargetTriple(), *cpu = LLVMGetHostCPUName(), *feat = LLVMGetHostCPUFeatures();
+  snprintf(t->triple, sizeof t->triple, "%s", triple);
+  snprintf(t->cpu, sizeof t->cpu, "%s", cpu);
+  snprintf(t->features, sizeof t->features, "%s", feat);
+  LLVMDisposeMessage(triple);
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(feat);
+  t->vec = strstr(t->features, "+avx512f") ? 16 : strstr(t->features, "+avx2") ? 8 : 4;
+  (void)d;
+  return TEMPER_OK;
+}
+
+static LLVMTargetMachineRef make_tm(const cg_target *t, diag *d) {
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(t->triple, &target, &err)) {
+    diag_fail(d, TEMPER_ELLVM, "LLVM: unknown target %s: %s", t->triple, err);
+    LLVMDisposeMessage(err);
+    return NULL;
+  }
+  return LLVMCreateTargetMachine(target, t->triple, t->cpu, t->features, LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                 LLVMCodeModelDefault);
+}
+
+/* ---- per-module state ---- */
+typedef struct cg {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTypeRef i1, i32, i64, f32, ptr, void_t;
+  LLVMTypeRef task_ty, pfor_ty;   /* void(ptr, i64, i64); temper_parallel_for */
+  LLVMValueRef pfor;
+  const cg_target *t;
+  const lfunc *lf;
+  int n_outlined;
+  diag *d;
+} cg;
+
+/* per-LLVM-function state */
+typedef struct cgfn {
+  LLVMValueRef fn, pool;
+  LLVMValueRef bufs[72];
+  LLVMValueRef vars[256];          /* allocas, i64 */
+  LLVMValueRef slots[256];         /* allocas */
+  LLVMBasicBlockRef entry;
+} cgfn;
+
+static LLVMTypeRef vty(cg *c, int lanes) { return lanes > 1 ? LLVMVectorType(c->f32, (unsigned)lanes) : c->f32; }
+
+static LLVMValueRef intrinsic(cg *c, const char *name, LLVMTypeRef *tys, size_t n, LLVMTypeRef *fnty) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  *fnty = LLVMIntrinsicGetType(c->ctx, id, tys, n);
+  return LLVMGetIntrinsicDeclaration(c->mod, id, tys, n);
+}
+
+static LLVMValueRef call_intr(cg *c, const char *name, LLVMTypeRef *tys, size_t nt, LLVMValueRef *args, unsigned na) {
+  LLVMTypeRef fty;
+  LLVMValueRef fn = intrinsic(c, name, tys, nt, &fty);
+  return LLVMBuildCall2(c->b, fty, fn, args, na, "");
+}
+
+static LLVMValueRef splat(cg *c, LLVMValueRef v, int lanes) {
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), (unsigned)lanes);
+  LLVMValueRef ins = LLVMBuildInsertElement(c->b, LLVMGetUndef(vt), v, LLVMConstInt(c->i32, 0, 0), "");
+  LLVMValueRef zeros = LLVMConstNull(LLVMVectorType(c->i32, (unsigned)lanes));
+  return LLVMBuildShuffleVector(c->b, ins, LLVMGetUndef(vt), zeros, "");
+}
+
+static void set_fast(LLVMValueRef v, int reassoc) {
+  if (LLVMCanValueUseFastMathFlags(v))
+    LLVMSetFastMathFlags(v, LLVMFastMathAllowContract | (reassoc ? LLVMFastMathAllowReassoc : 0));
+}
+
+static LLVMValueRef gen(cg *c, cgfn *F, const lexpr *e);
+
+static LLVMValueRef to_bool(cg *c, LLVMValueRef v) {
+  if (LLVMTypeOf(v) == c->i1) return v;
+  return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
+}
+
+/* lanes < limit, as a mask */
+static LLVMValueRef lane_mask(cg *c, cgfn *F, const lexpr *limit, int lanes) {
+  if (!limit) {
+    LLVMValueRef ones[64];
+    for (int i = 0; i < lanes; i++) ones[i] = LLVMConstInt(c->i1, 1, 0);
+    return LLVMConstVector(ones, (unsigned)lanes);
+  }
+  LLVMValueRef iota[64];
+  for (int i = 0; i < lanes; i++) iota[i] = LLVMConstInt(c->i64, (unsigned long long)i, 0);
+  LLVMValueRef lim = splat(c, gen(c, F, limit), lanes);
+  return LLVMBuildICmp(c->b, LLVMIntSLT, LLVMConstVector(iota, (unsigned)lanes), lim, "");
+}
+
+/* vector of lane addresses base + (idx + l*stride) */
+static LLVMValueRef lane_ptrs(cg *c, LLVMValueRef base, LLVMValueRef idx, int64_t stride, int lanes) {
+  LLVMValueRef offs[64];
+  for (int i = 0; i < lanes; i++) offs[i] = LLVMConstInt(c->i64, (unsigned long long)(stride * i), 1);
+  LLVMValueRef v = LLVMBuildAdd(c->b, splat(c, idx, lanes), LLVMConstVector(offs, (unsigned)lanes), "");
+  return LLVMBuildGEP2(c->b, c->f32, base, &v, 1, "");
+}
+
+static LLVMValueRef gen_load(cg *c, cgfn *F, const lexpr *e) {
+  LLVMValueRef idx = gen(c, F, e->a), base = F->bufs[e->id];
+  LLVMValueRef p = LLVMBuildGEP2(c->b, c->f32, base, &idx, 1, "");
+  if (e->lanes == 1) return LLVMBuildLoad2(c->b, c->f32, p, "");
+  LLVMTypeRef vt = vty(c, e->lanes);
+  if (e->stride == 0) return splat(c, LLVMBuildLoad2(c->b, c->f32, p, ""), e->lanes);
+  if (e->stride == 1 && !e->limit) {
+    LLVMValueRef l = LLVMBuildLoad2(c->b, vt, p, "");
+    LLVMSetAlignment(l, 4);
+    return l;
+  }
+  LLVMValueRef mask = lane_mask(c, F, e->limit, e->lanes);
+  if (e->stride == 1) {
+    LLVMTypeRef tys[2] = {vt, c->ptr};
+    LLVMValueRef args[4] = {p, LLVMConstInt(c->i32, 4, 0), mask, LLVMConstNull(vt)};
+    return call_intr(c, "llvm.masked.load", tys, 2, args, 4);
+  }
+  LLVMValueRef ptrs = lane_ptrs(c, base, idx, e->stride, e->lanes);
+  LLVMTypeRef tys[2] = {vt, LLVMVectorType(c->ptr, (unsigned)e->lanes)};
+  LLVMValueRef args[4] = {ptrs, LLVMConstInt(c->i32, 4, 0), mask, LLVMConstNull(vt)};
+  return call_intr(c, "llvm.masked.gather", tys, 2, args, 4);
+}
+
+static LLVMValueRef gen_bin(cg *c, cgfn *F, const lexpr *e) {
+  LLVMValueRef a = gen(c, F, e->a), b = gen(c, F, e->b), r = NULL;
+  LLVMBuilderRef B = c->b;
+  switch (e->op) {
+  case LO_ADD: return LLVMBuildNSWAdd(B, a, b, "");
+  case LO_SUB: return LLVMBuildNSWSub(B, a, b, "");
+  case LO_MUL: return LLVMBuildNSWMul(B, a, b, "");
+  case LO_DIV: {   /* floor division (divisors are positive) */
+    LLVMValueRef q = LLVMBuildSDiv(B, a, b, ""), rem = LLVMBuildSRem(B, a, b, "");
+    LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, rem, LLVMConstInt(c->i64, 0, 0), "");
+    return LLVMBuildSelect(B, neg, LLVMBuildSub(B, q, LLVMConstInt(c->i64, 1, 0), ""), q, "");
+  }
+  case LO_MOD: {
+    LLVMValueRef rem = LLVMBuildSRem(B, a, b, "");
+    LLVMValueRef neg = LLVMBuildICmp(B, LLVMIntSLT, rem, LLVMConstInt(c->i64, 0, 0), "");
+    return LLVMBuildSelect(B, neg, LLVMBuildAdd(B, rem, b, ""), rem, "");
+  }
+  case LO_MIN: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""), a, b, "");
+  case LO_MAX: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""), a, b, "");
+  case LO_LT: return LLVMBuildICmp(B, LLVMIntSLT, a, b, "");
+  case LO_LE: return LLVMBuildICmp(B, LLVMIntSLE, a, b, "");
+  case LO_EQ: return LLVMBuildICmp(B, LLVMIntEQ, a, b, "");
+  case LO_AND: return LLVMBuildAnd(B, to_bool(c, a), to_bool(c, b), "");
+  case LO_OR: return LLVMBuildOr(B, to_bool(c, a), to_bool(c, b), "");
+  case LO_FADD: r = LLVMBuildFAdd(B, a, b, ""); break;
+  case LO_FSUB: r = LLVMBuildFSub(B, a, b, ""); break;
+  case LO_FMUL: r = LLVMBuildFMul(B, a, b, ""); break;
+  case LO_FDIV: r = LLVMBuildFDiv(B, a, b, ""); break;
+  case LO_FMAX: case LO_FMIN: {
+    LLVMTypeRef t = LLVMTypeOf(a);
+    LLVMValueRef args[2] = {a, b};
+    return call_intr(c, e->op == LO_FMAX ? "llvm.maxnum" : "llvm.minnum", &t, 1, args, 2);
+  }
+  case LO_FLT: return LLVMBuildFCmp(B, LLVMRealOLT, a, b, "");
+  case LO_FGT: return LLVMBuildFCmp(B, LLVMRealOGT, a, b, "");
+  default: break;
+  }
+  if (r) set_fast(r, 0);
+  return r;
+}
+
+static LLVMValueRef gen(cg *c, cgfn *F, const lexpr *e) {
+  switch (e->k) {
+  case LX_INT: return LLVMConstInt(c->i64, (unsigned long long)e->ival, 1);
+  case LX_FLT: {
+    LLVMValueRef v = LLVMConstReal(c->f32, e->fval);
+    if (e->lanes == 1) return v;
+    LLVMValueRef el[64];
+    for (int i = 0; i < e->lanes; i++) el[i] = v;
+    return LLVMConstVector(el, (unsigned)e->lanes);
+  }
+  case LX_VAR: return LLVMBuildLoad2(c->b, c->i64, F->vars[e->id], "");
+  case LX_SLOT: return LLVMBuildLoad2(c->b, vty(c, e->lanes), F->slots[e->id], "");
+  case LX_BIN: return gen_bin(c, F, e);
+  case LX_UN: {
+    LLVMValueRef a = gen(c, F, e->a);
+    LLVMTypeRef t = LLVMTypeOf(a);
+    if (e->op == LO_NEG) return LLVMBuildFNeg(c->b, a, "");
+    if (e->op == LO_HSUM) {
+      LLVMValueRef args[2] = {LLVMConstReal(c->f32, -0.0), a};
+      LLVMValueRef r = call_intr(c, "llvm.vector.reduce.fadd", &t, 1, args, 2);
+      set_fast(r, 1);
+      return r;
+    }
+    return call_intr(c, e->op == LO_EXP ? "llvm.exp" : "llvm.sqrt", &t, 1, &a, 1);
+  }
+  case LX_SELECT: {
+    LLVMValueRef cond = to_bool(c, gen(c, F, e->c));
+    return LLVMBuildSelect(c->b, cond, gen(c, F, e->a), gen(c, F, e->b), "");
+  }
+  case LX_LOAD: return gen_load(c, F, e);
+  case LX_BCAST: return splat(c, gen(c, F, e->a), e->lanes);
+  case LX_FMA: {
+    LLVMValueRef args[3] = {gen(c, F, e->a), gen(c, F, e->b), gen(c, F, e->c)};
+    LLVMTypeRef t = LLVMTypeOf(args[0]);
+    return call_intr(c, "llvm.fma", &t, 1, args, 3);
+  }
+  case LX_I2F: return LLVMBuildSIToFP(c->b, gen(c, F, e->a), c->f32, "");
+  }
+  return NULL;
+}
+
+static void gen_stmt(cg *c, cgfn *F, const lstmt *s);
+
+static void gen_store(cg *c, cgfn *F, const lstmt *s) {
+  LLVMValueRef v = gen(c, F, s->val), idx = gen(c, F, s->idx), base = F->bufs[s->id];
+  LLVMValueRef p = LLVMBuildGEP2(c->b, c->f32, base, &idx, 1, "");
+  int lanes = s->val->lanes;
+  if (lanes == 1 || (s->stride == 1 && !s->limit)) {
+    LLVMValueRef st = LLVMBuildStore(c->b, v, p);
+    LLVMSetAlignment(st, 4);
+    return;
+  }
+  LLVMTypeRef vt = vty(c, lanes);
+  LLVMValueRef mask = lane_mask(c, F, s->limit, lanes);
+  if (s->stride == 1) {
+    LLVMTypeRef tys[2] = {vt, c->ptr};
+    LLVMValueRef args[4] = {v, p, LLVMConstInt(c->i32, 4, 0), mask};
+    call_intr(c, "llvm.masked.store", tys, 2, args, 4);
+    return;
+  }
+  LLVMValueRef ptrs = lane_ptrs(c, base, idx, s->stride, lanes);
+  LLVMTypeRef tys[2] = {vt, LLVMVectorType(c->ptr, (unsigned)lanes)};
+  LLVMValueRef args[4] = {v, ptrs, LLVMConstInt(c->i32, 4, 0), mask};
+  call_intr(c, "llvm.masked.scatter", tys, 2, args, 4);
+}
+
+/* a serial loop over [lo, lo + ext) on var (an alloca) */
+static void gen_loop(cg *c, cgfn *F, int var, LLVMValueRef lo, LLVMValueRef end, const lstmt *s) {
+  LLVMBuilderRef B = c->b;
+  LLVMBasicBlockRef cond = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.cond");
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.body");
+  LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.exit");
+  LLVMBuildStore(B, lo, F->vars[var]);
+  LLVMBuildBr(B, cond);
+  LLVMPositionBuilderAtEnd(B, cond);
+  LLVMValueRef i = LLVMBuildLoad2(B, c->i64, F->vars[var], "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, i, end, ""), body, exit);
+  LLVMPositionBuilderAtEnd(B, body);
+  for (int k = 0; k < s->n_body; k++) gen_stmt(c, F, s->body[k]);
+  LLVMValueRef i2 = LLVMBuildLoad2(B, c->i64, F->vars[var], "");
+  LLVMBuildStore(B, LLVMBuildNSWAdd(B, i2, LLVMConstInt(c->i64, 1, 0), ""), F->vars[var]);
+  LLVMBuildBr(B, cond);
+  LLVMPositionBuilderAtEnd(B, exit);
+}
+
+static void fn_attrs(cg *c, LLVMValueRef fn) {
+  LLVMAddTargetDependentFunctionAttr(fn, "target-cpu", c->t->cpu);
+  LLVMAddTargetDependentFunctionAttr(fn, "target-features", c->t->features);
+  unsigned kind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kind, 0));
+}
+
+/* allocas for every var and slot, at the top of the function */
+static void fn_allocas(cg *c, cgfn *F) {
+  for (int i = 0; i < c->lf->n_vars; i++) F->vars[i] = LLVMBuildAlloca(c->b, c->i64, c->lf->var_names[i]);
+  for (int i = 0; i < c->lf->n_slots; i++) F->slots[i] = LLVMBuildAlloca(c->b, vty(c, c->lf->slot_lanes[i]), "acc");
+}
+
+static void load_bufs(cg *c, cgfn *F, LLVMValueRef args) {
+  for (int i = 0; i < c->lf->n_bufs; i++) {
+    LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)i, 0);
+    LLVMValueRef p = LLVMBuildGEP2(c->b, c->ptr, args, &idx, 1, "");
+    F->bufs[i] = LLVMBuildLoad2(c->b, c->ptr, p, c->lf->bufs[i].name);
+  }
+}
+
+/* ctx layout: [0] = args pointer, [1 + v] = value of var v */
+static void gen_parallel(cg *c, cgfn *F, const lstmt *s, LLVMValueRef lo, LLVMValueRef ext) {
+  LLVMBuilderRef B = c->b;
+  int nv = c->lf->n_vars;
+  char name[160];
+  snprintf(name, sizeof name, "%s.par%d", c->lf->name, c->n_outlined++);
+  LLVMValueRef sub = LLVMAddFunction(c->mod, name, c->task_ty);
+  LLVMSetLinkage(sub, LLVMInternalLinkage);
+  fn_attrs(c, sub);
+  /* caller: pack ctx and call the pool */
+  LLVMTypeRef ctx_ty = LLVMArrayType(c->i64, (unsigned)(nv + 1));
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(B);
+  LLVMPositionBuilder(B, F->entry, LLVMGetFirstInstruction(F->entry));
+  LLVMValueRef ctx = LLVMBuildAlloca(B, ctx_ty, "ctx");
+  LLVMPositionBuilderAtEnd(B, here);
+  LLVMValueRef zero = LLVMConstInt(c->i64, 0, 0);
+  LLVMValueRef args_ptr = LLVMGetParam(F->fn, 0);
+  LLVMValueRef slot0 = LLVMBuildGEP2(B, c->i64, ctx, &zero, 1, "");
+  LLVMBuildStore(B, args_ptr, slot0);
+  LLVMBuildStore(B, lo, F->vars[s->id]);
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)(v + 1), 0);
+    LLVMValueRef p = LLVMBuildGEP2(B, c->i64, ctx, &idx, 1, "");
+    LLVMBuildStore(B, LLVMBuildLoad2(B, c->i64, F->vars[v], ""), p);
+  }
+  LLVMValueRef cargs[4] = {F->pool, sub, ctx, ext};
+  LLVMBuildCall2(B, c->pfor_ty, c->pfor, cargs, 4, "");
+  /* the outlined body */
+  cgfn G = {.fn = sub};
+  G.entry = LLVMAppendBasicBlockInContext(c->ctx, sub, "entry");
+  LLVMPositionBuilderAtEnd(B, G.entry);
+  fn_allocas(c, &G);
+  LLVMValueRef gctx = LLVMGetParam(sub, 0);
+  LLVMValueRef gargs = LLVMBuildLoad2(B, c->ptr, gctx, "args");
+  G.pool = LLVMConstNull(c->ptr);   /* nested parallel loops run serially */
+  load_bufs(c, &G, gargs);
+  for (int v = 0; v < nv; v++) {
+    LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)(v + 1), 0);
+    LLVMValueRef p = LLVMBuildGEP2(B, c->i64, gctx, &idx, 1, "");
+    LLVMBuildStore(B, LLVMBuildLoad2(B, c->i64, p, ""), G.vars[v]);
+  }
+  LLVMValueRef base = LLVMBuildLoad2(B, c->i64, G.vars[s->id], "");
+  LLVMValueRef begin = LLVMBuildNSWAdd(B, base, LLVMGetParam(sub, 1), "");
+  LLVMValueRef end = LLVMBuildNSWAdd(B, base, LLVMGetParam(sub, 2), "");
+  gen_loop(c, &G, s->id, begin, end, s);
+  LLVMBuildRetVoid(B);
+  LLVMPositionBuilderAtEnd(B, here);
+}
+
+static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
+  LLVMBuilderRef B = c->b;
+  switch (s->k) {
+  case LS_SEQ:
+    for (int i = 0; i < s->n_body; i++) gen_stmt(c, F, s->body[i]);
+    break;
+  case LS_FOR: {
+    LLVMValueRef lo = gen(c, F, s->lo), ext = gen(c, F, s->ext);
+    if (s->loop == LOOP_PARALLEL && !LLVMIsNull(F->pool)) gen_parallel(c, F, s, lo, ext);
+    else gen_loop(c, F, s->id, lo, LLVMBuildNSWAdd(B, lo, ext, ""), s);
+    break;
+  }
+  case LS_LET: LLVMBuildStore(B, gen(c, F, s->val), F->vars[s->id]); break;
+  case LS_DECL: case LS_SET: LLVMBuildStore(B, gen(c, F, s->val), F->slots[s->id]); break;
+  case LS_STORE: gen_store(c, F, s); break;
+  case LS_IF: {
+    LLVMBasicBlockRef th = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "then");
+    LLVMBasicBlockRef el = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "else");
+    LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "join");
+    LLVMBuildCondBr(B, to_bool(c, gen(c, F, s->cond)), th, el);
+    LLVMPositionBuilderAtEnd(B, th);
+    gen_stmt(c, F, s->body[0]);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, el);
+    gen_stmt(c, F, s->body[1]);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+    break;
+  }
+  }
+}
+
+static void gen_kernel(cg *c, const lfunc *f) {
+  c->lf = f;
+  c->n_outlined = 0;
+  LLVMTypeRef params[2] = {c->ptr, c->ptr};
+  LLVMValueRef fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->void_t, params, 2, 0));
+  fn_attrs(c, fn);
+  cgfn F = {.fn = fn, .pool = LLVMGetParam(fn, 1)};
+  F.entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+  LLVMPositionBuilderAtEnd(c->b, F.entry);
+  fn_allocas(c, &F);
+  load_bufs(c, &F, LLVMGetParam(fn, 0));
+  /* a non-constant pool: outline parallel loops at run time's choice */
+  F.pool = LLVMGetParam(fn, 1);
+  gen_stmt(c, &F, f->body);
+  LLVMBuildRetVoid(c->b);
+}
+
+static void cg_begin(cg *c, LLVMContextRef ctx, const cg_target *t, diag *d) {
+  memset(c, 0, sizeof *c);
+  c->ctx = ctx;
+  c->t = t;
+  c->d = d;
+  c->mod = LLVMModuleCreateWithNameInContext("temper", ctx);
+  c->b = LLVMCreateBuilderInContext(ctx);
+  c->i1 = LLVMInt1TypeInContext(ctx);
+  c->i32 = LLVMInt32TypeInContext(ctx);
+  c->i64 = LLVMInt64TypeInContext(ctx);
+  c->f32 = LLVMFloatTypeInContext(ctx);
+  c->ptr = LLVMPointerTypeInContext(ctx, 0);
+  c->void_t = LLVMVoidTypeInContext(ctx);
+  LLVMTypeRef tp[3] = {c->ptr, c->i64, c->i64};
+  c->task_ty = LLVMFunctionType(c->void_t, tp, 3, 0);
+  LLVMTypeRef pp[4] = {c->ptr, c->ptr, c->ptr, c->i64};
+  c->pfor_ty = LLVMFunctionType(c->void_t, pp, 4, 0);
+  c->pfor = LLVMAddFunction(c->mod, "temper_parallel_for", c->pfor_ty);
+}
+
+/* verify, set the target, O3 */
+static temper_status cg_finish(cg *c, LLVMTargetMachineRef tm) {
+  char *err = NULL;
+  LLVMDisposeBuilder(c->b);
+  c->b = NULL;
+  if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &err)) {
+    temper_status s = diag_fail(c->d, TEMPER_EINTERNAL, "generated LLVM IR is invalid: %.1500s", err);
+    LLVMDisposeMessage(err);
+    return s;
+  }
+  LLVMDisposeMessage(err);
+  LLVMSetTarget(c->mod, c->t->triple);
+  LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+  char *dls = LLVMCopyStringRepOfTargetData(dl);
+  LLVMSetDataLayout(c->mod, dls);
+  LLVMDisposeMessage(dls);
+  LLVMDisposeTargetData(dl);
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+  LLVMErrorRef e = LLVMRunPasses(c->mod, "default<O3>", tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (e) return llvm_fail(c->d, e, "optimisation");
+  return TEMPER_OK;
+}
+
+/* ---- JIT ---- */
+struct cg_jit {
+  LLVMOrcLLJITRef jit;
+  LLVMTargetMachineRef tm;   /* for the optimisation pipeline */
+  cg_target t;
+};
+
+temper_status cg_jit_create(cg_jit **out, const cg_target *t, diag *d) {
+  pthread_once(&init_once, init_llvm);
+  *out = NULL;
+  cg_jit *j = calloc(1, sizeof *j);
+  if (!j) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  j->t = *t;
+  if (!(j->tm = make_tm(t, d))) { free(j); return d->status; }
+  LLVMOrcJITTargetMachineBuilderRef jtmb;
+  LLVMErrorRef e = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+  if (e) { LLVMDisposeTargetMachine(j->tm); free(j); return llvm_fail(d, e, "detecting the host"); }
+  LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(b, jtmb);
+  e = LLVMOrcCreateLLJIT(&j->jit, b);
+  if (e) { LLVMDisposeTargetMachine(j->tm); free(j); return llvm_fail(d, e, "creating the JIT"); }
+  /* the runtime's entry points, and libm (expf) from the process */
+  LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+  LLVMOrcCSymbolMapPair sym = {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_parallel_for"),
+                               {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_parallel_for,
+                                {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0}}};
+  e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(&sym, 1));
+  LLVMOrcDefinitionGeneratorRef gen_ref;
+  if (!e) e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen_ref, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
+  if (e) { cg_jit_destroy(j); return llvm_fail(d, e, "setting up JIT symbols"); }
+  LLVMOrcJITDylibAddGenerator(jd, gen_ref);
+  *out = j;
+  return TEMPER_OK;
+}
+
+void cg_jit_destroy(cg_jit *j) {
+  if (!j) return;
+  if (j->jit) LLVMOrcDisposeLLJIT(j->jit);
+  if (j->tm) LLVMDisposeTargetMachine(j->tm);
+  free(j);
+}
+
+temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *fns, diag *d) {
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  cg c;
+  cg_begin(&c, LLVMOrcThreadSafeContextGetContext(tsc), &j->t, d);
+  for (int i = 0; i < n; i++) gen_kernel(&c, fs[i]);
+  temper_status s = cg_finish(&c, j->tm);
+  if (s) {
+    LLVMDisposeModule(c.mod);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return s;
+  }
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(c.mod, tsc);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
+  if (e) { LLVMOrcDisposeThreadSafeModule(tsm); return llvm_fail(d, e, "adding a module"); }
+  for (int i = 0; i < n; i++) {
+    LLVMOrcExecutorAddress addr = 0;
+    e = LLVMOrcLLJITLookup(j->jit, &addr, fs[i]->name);
+    if (e) return llvm_fail(d, e, "looking up a kernel");
+    fns[i] = (temper_kernel_fn)(uintptr_t)addr;
+  }
+  return TEMPER_OK;
+}
+
+temper_status cg_print_llvm(const cg_target *t, lfunc *f, char **text, diag *d) {
+  pthread_once(&init_once, init_llvm);
+  *text = NULL;
+  LLVMTargetMachineRef tm = make_tm(t, d);
+  if (!tm) return d->status;
+  LLVMContextRef ctx = LLVMContextCreate();
+  cg c;
+  cg_begin(&c, ctx, t, d);
+  gen_kernel(&c, f);
+  temper_status s = cg_finish(&c, tm);
+  if (s == TEMPER_OK) {
+    char *ir = LLVMPrintModuleToString(c.mod);
+    *text = strdup(ir);
+    LLVMDisposeMessage(ir);
+    if (!*text) s = diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  }
+  LLVMDisposeModule(c.mod);
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return s;
+}

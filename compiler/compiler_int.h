@@ -1,0 +1,264 @@
+/* compiler_int.h: the compiler's private structures.
+ *
+ * The graph IR
+ * ------------
+ * A model is one function, @main. Its body is a DAG of nodes, all allocated in
+ * the graph's arena and never freed one by one:
+ *
+ *   N_VAR      a function parameter (%x, %conv1_weight, %p0)
+ *   N_CONST    a float32 tensor (a bound weight, a folded value, a 0-d literal)
+ *   N_CALL     an op (op >= 0) or a call of a function (op == OP_FUNCALL, callee)
+ *   N_TUPLE    (%a, %b): concatenate's input, a multi-output result
+ *   N_GETITEM  %t.0: a field of a tuple (batch_norm returns a 3-tuple)
+ *   N_FUNC     fn (%p0, ..., Primitive=1) { body }
+ *
+ * Invariants: a body is a DAG; ir_topo gives its nodes in post-order (inputs
+ * first). Node ids are unique per graph and index per-pass side tables.
+ * Types are filled by typeinfer and kept by later passes.
+ *
+ * Fusion turns main's body into calls of primitive functions:
+ *
+ *   %x ─ conv2d ─ add(bias) ─ relu        %0 = fn (%p0, %p1, %p2, Primitive=1) {
+ *                                ──fuse──▶    relu(add(conv2d(%p0, %p1), %p2)) };
+ *                                          %1 = %0(%x, %w, %b);
+ *
+ * A primitive function holds at most one complex op (pattern >= PAT_COMM_REDUCE),
+ * its master op; the elementwise ops after it are the kernel's epilogue.
+ */
+#ifndef TEMPER_COMPILER_INT_H
+#define TEMPER_COMPILER_INT_H
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "temper/temper.h"
+
+/* ---- arena (arena.c): memory by lifetime ---- */
+typedef struct arena_chunk arena_chunk;
+typedef struct arena {
+  arena_chunk *head;
+  int failed;      /* sticky: an allocation failed; callers check once */
+  size_t limit;    /* test hook: fail once this many bytes were handed out (0: none) */
+  size_t used;
+} arena;
+void *arena_alloc(arena *a, size_t n);        /* zeroed, 16-aligned; NULL on OOM */
+char *arena_strdup(arena *a, const char *s);
+char *arena_strndup(arena *a, const char *s, size_t n);
+void arena_free(arena *a);
+
+/* ---- diagnostics (diag.c) ---- */
+typedef struct loc { int line, col; } loc_t;
+typedef struct diag {
+  const char *path;     /* file name for messages */
+  const char *text;     /* source text, to show the line; may be NULL */
+  char msg[2048];       /* the first error */
+  temper_status status;
+} diag;
+/* Records "path:line:col: error: <fmt>" plus the source line, returns EINVAL. */
+temper_status diag_error(diag *d, loc_t loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Records a message without a source position and returns s. */
+temper_status diag_fail(diag *d, temper_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- op patterns, as in TVM ---- */
+typedef enum pattern {
+  PAT_ELEMWISE = 0, PAT_BROADCAST = 1, PAT_INJECTIVE = 2, PAT_COMM_REDUCE = 3,
+  PAT_OUT_EWISE = 4, PAT_TUPLE = 7, PAT_OPAQUE = 8
+} pattern;
+
+/* ---- attributes: ORDER ATTR (name, kind) ---- */
+typedef enum attr_kind { AK_INT, AK_INT2, AK_PAD, AK_INTS, AK_FLOAT, AK_BOOL, AK_STR } attr_kind;
+#define TEMPER_ATTRS(X)                          \
+  X(STRIDES, "strides", AK_INT2)                 \
+  X(PADDING, "padding", AK_PAD)                  \
+  X(DILATION, "dilation", AK_INT2)               \
+  X(GROUPS, "groups", AK_INT)                    \
+  X(CHANNELS, "channels", AK_INT)                \
+  X(KERNEL_SIZE, "kernel_size", AK_INT2)         \
+  X(POOL_SIZE, "pool_size", AK_INT2)             \
+  X(CEIL_MODE, "ceil_mode", AK_BOOL)             \
+  X(COUNT_INCLUDE_PAD, "count_include_pad", AK_BOOL) \
+  X(UNITS, "units", AK_INT)                      \
+  X(AXIS, "axis", AK_INT)                        \
+  X(EPSILON, "epsilon", AK_FLOAT)                \
+  X(CENTER, "center", AK_BOOL)                   \
+  X(SCALE, "scale", AK_BOOL)                     \
+  X(A_MIN, "a_min", AK_FLOAT)                    \
+  X(A_MAX, "a_max", AK_FLOAT)                    \
+  X(RATE, "rate", AK_FLOAT)                      \
+  X(NEWSHAPE, "newshape", AK_INTS)               \
+  X(DATA_LAYOUT, "data_layout", AK_STR)          \
+  X(KERNEL_LAYOUT, "kernel_layout", AK_STR)      \
+  X(OUT_LAYOUT, "out_layout", AK_STR)            \
+  X(LAYOUT, "layout", AK_STR)                    \
+  X(OUT_DTYPE, "out_dtype", AK_STR)              \
+  X(SRC_LAYOUT, "src_layout", AK_STR)            \
+  X(DST_LAYOUT, "dst_layout", AK_STR)
+
+typedef enum attr_id {
+#define X(id, name, kind) ATTR_##id,
+  TEMPER_ATTRS(X)
+#undef X
+  ATTR_COUNT
+} attr_id;
+#define A(id) (1ull << ATTR_##id)
+
+typedef struct attr_val {
+  int n;            /* number of ints held (AK_INT2: 2, AK_PAD: 4, AK_INTS: n) */
+  int64_t i[8];
+  double f;
+  char s[24];
+} attr_val;
+typedef struct attrs { attr_val v[ATTR_COUNT]; } attrs_t;
+
+/* ---- ops: ORDER OP (id, name, pattern, min args, max args, attrs) ---- */
+#define CONV_ATTRS (A(STRIDES) | A(PADDING) | A(DILATION) | A(GROUPS) | A(CHANNELS) | \
+                    A(KERNEL_SIZE) | A(DATA_LAYOUT) | A(KERNEL_LAYOUT) | A(OUT_LAYOUT) | A(OUT_DTYPE))
+#define POOL_ATTRS (A(POOL_SIZE) | A(STRIDES) | A(PADDING) | A(DILATION) | A(LAYOUT) | A(CEIL_MODE))
+#define TEMPER_OPS(X)                                                                   \
+  X(CONV2D, "nn.conv2d", PAT_OUT_EWISE, 2, 2, CONV_ATTRS)                               \
+  X(DENSE, "nn.dense", PAT_OUT_EWISE, 2, 2, A(UNITS) | A(OUT_DTYPE))                    \
+  X(MAX_POOL2D, "nn.max_pool2d", PAT_OUT_EWISE, 1, 1, POOL_ATTRS)                       \
+  X(AVG_POOL2D, "nn.avg_pool2d", PAT_OUT_EWISE, 1, 1, POOL_ATTRS | A(COUNT_INCLUDE_PAD)) \
+  X(GLOBAL_AVG_POOL2D, "nn.global_avg_pool2d", PAT_OUT_EWISE, 1, 1, A(LAYOUT))          \
+  X(BIAS_ADD, "nn.bias_add", PAT_BROADCAST, 2, 2, A(AXIS))                              \
+  X(RELU, "nn.relu", PAT_ELEMWISE, 1, 1, 0)                                             \
+  X(CLIP, "clip", PAT_ELEMWISE, 1, 1, A(A_MIN) | A(A_MAX))                              \
+  X(SIGMOID, "sigmoid", PAT_ELEMWISE, 1, 1, 0)                                          \
+  X(SQRT, "sqrt", PAT_ELEMWISE, 1, 1, 0)                                                \
+  X(ADD, "add", PAT_BROADCAST, 2, 2, 0)                                                 \
+  X(SUBTRACT, "subtract", PAT_BROADCAST, 2, 2, 0)                                       \
+  X(MULTIPLY, "multiply", PAT_BROADCAST, 2, 2, 0)                                       \
+  X(DIVIDE, "divide", PAT_BROADCAST, 2, 2, 0)                                           \
+  X(BATCH_NORM, "nn.batch_norm", PAT_OPAQUE, 5, 5, A(AXIS) | A(EPSILON) | A(CENTER) | A(SCALE)) \
+  X(DROPOUT, "nn.dropout", PAT_OPAQUE, 1, 1, A(RATE))                                   \
+  X(BATCH_FLATTEN, "nn.batch_flatten", PAT_INJECTIVE, 1, 1, 0)                          \
+  X(RESHAPE, "reshape", PAT_INJECTIVE, 1, 1, A(NEWSHAPE))                               \
+  X(CONCATENATE, "concatenate", PAT_INJECTIVE, 1, 64, A(AXIS))                          \
+  X(SOFTMAX, "nn.softmax", PAT_OPAQUE, 1, 1, A(AXIS))                                   \
+  X(LAYOUT_TRANSFORM, "layout_transform", PAT_INJECTIVE, 1, 1, A(SRC_LAYOUT) | A(DST_LAYOUT))
+
+typedef enum op_id {
+  OP_FUNCALL = -1,
+#define X(id, name, pat, lo, hi, at) OP_##id,
+  TEMPER_OPS(X)
+#undef X
+  OP_COUNT
+} op_id;
+
+typedef struct op_info {
+  const char *name;
+  pattern pat;
+  int min_args, max_args;
+  uint64_t attrs;          /* allowed attributes */
+} op_info;
+extern const op_info ops_table[OP_COUNT];
+extern const char *const attr_names[ATTR_COUNT];
+extern const attr_kind attr_kinds[ATTR_COUNT];
+int ops_lookup(const char *name, size_t len);   /* op id or -1 */
+int attrs_lookup(const char *name, size_t len); /* attr id or -1 */
+void ops_default_attrs(int op, attrs_t *out);
+int ops_is_complex(int op);                     /* pattern >= PAT_COMM_REDUCE */
+
+/* ---- types ---- */
+typedef struct shape { int ndim; int64_t d[TEMPER_MAX_DIMS]; } shape_t;
+typedef enum type_kind { TY_NONE = 0, TY_TENSOR, TY_TUPLE } type_kind;
+typedef struct type {
+  type_kind kind;
+  shape_t shape;           /* TY_TENSOR */
+  int n_fields;            /* TY_TUPLE */
+  shape_t *fields;
+} type_t;
+int64_t shape_numel(const shape_t *s);
+int shape_eq(const shape_t *a, const shape_t *b);
+
+/* ---- nodes ---- */
+typedef enum node_kind { N_VAR, N_CONST, N_CALL, N_TUPLE, N_GETITEM, N_FUNC } node_kind;
+typedef struct node node;
+struct node {
+  node_kind kind;
+  int id;                  /* unique in the graph: index of side tables */
+  loc_t loc;               /* source position, {0,0} if made by a pass */
+  type_t ty;               /* N_VAR: declared; others: by typeinfer */
+  const char *name;        /* N_VAR: its name (no %) */
+  int op;                  /* N_CALL: op_id, or OP_FUNCALL */
+  node *callee;            /* N_CALL with OP_FUNCALL: an N_FUNC */
+  int n_args;              /* N_CALL, N_TUPLE */
+  node **args;
+  attrs_t *attrs;          /* N_CALL of an op */
+  int index;               /* N_GETITEM: field; N_CONST: meta index when printed */
+  float *data;             /* N_CONST: shape_numel(ty.shape) floats */
+  int n_params;            /* N_FUNC */
+  node **params;
+  node *body;
+  int primitive;           /* N_FUNC: Primitive=1 */
+  type_t ret_ty_decl;      /* N_FUNC: the declared '-> type', TY_NONE if absent */
+};
+
+struct temper_graph {
+  arena a;
+  int n_nodes;             /* next node id */
+  node *main;              /* the N_FUNC @main */
+  char *path;              /* for messages */
+  char *text;              /* source text (owned), for messages */
+};
+
+node *ir_new(temper_graph *g, node_kind k, loc_t loc);
+node *ir_call(temper_graph *g, int op, int n_args, node **args, const attrs_t *attrs);
+node *ir_const(temper_graph *g, const shape_t *s, const float *data); /* copies data */
+node *ir_var(temper_graph *g, const char *name, const shape_t *s);
+temper_graph *ir_graph_new(const char *path);
+/* Nodes reachable from root (not entering nested functions' bodies), in
+ * topological order; *n set. Allocated in `scratch`. */
+node **ir_topo(arena *scratch, node *root, int *n);
+/* How many of the listed nodes use each node: counts[id], sized g->n_nodes. */
+int *ir_use_counts(arena *scratch, temper_graph *g, node **order, int n);
+const char *ir_op_name(const node *n);   /* "nn.conv2d", or "fn" for a call */
+
+/* ---- passes (one file each) ---- */
+temper_status parse_graph(const char *text, const char *path, temper_graph **out, diag *d);
+char *print_graph(const temper_graph *g);      /* malloc'd */
+char *print_func(const node *fn, int is_main); /* malloc'd */
+void print_type(char *buf, size_t n, const type_t *t);
+temper_status typeinfer(temper_graph *g, diag *d);
+/* Types one node (and any new nodes feeding it) whose inputs are typed. */
+temper_status typeinfer_node(temper_graph *g, node *n, diag *d);
+temper_status simplify(temper_graph *g, diag *d);
+temper_status fold_constants(temper_graph *g, diag *d);
+temper_status layout_pack(temper_graph *g, int vec, diag *d);
+temper_status fuse(temper_graph *g, diag *d);
+
+/* Rewrites main's body in topological order: f gets each call/tuple/getitem
+ * node and its already-rewritten arguments and returns the replacement
+ * (ir_with_args(g, n, args) to keep it), NULL on error. Retypes the graph. */
+typedef node *(*rewrite_fn)(temper_graph *g, node *n, node **args, void *ctx, diag *d);
+temper_status ir_rewrite(temper_graph *g, rewrite_fn f, void *ctx, diag *d);
+node *ir_with_args(temper_graph *g, node *n, node **args); /* n itself if args unchanged */
+
+/* Bind main's parameters to constants: params[i] (may be NULL to keep it a
+ * parameter). Removes bound parameters from main's signature. */
+temper_status bind_params(temper_graph *g, float *const *values, diag *d);
+
+/* ---- reference interpreter (reference.c): plain C, the oracle ---- */
+/* Evaluates one op on its inputs. ins[i] has shape of args[i]; out sized by
+ * the node's type (for tuple results out[0..n_fields)). */
+temper_status ref_eval_op(const node *call, const float *const *ins, float **outs, diag *d);
+/* Evaluates a function on input buffers; outputs malloc'd, one per result field. */
+temper_status ref_eval_func(const node *fn, const float *const *inputs, float ***outputs,
+                            int *n_outputs, diag *d);
+
+/* ---- data helpers (data.c, npy.c) ---- */
+typedef struct pcg32 { uint64_t state, inc; } pcg32;
+void pcg32_seed(pcg32 *r, uint64_t seed, uint64_t seq);
+uint32_t pcg32_next(pcg32 *r);
+float pcg32_float(pcg32 *r);   /* uniform in [0, 1) */
+/* Seeded data for a parameter: weights scaled by fan-in, 1-d vectors positive. */
+void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input);
+uint64_t data_hash_name(const char *s);
+double data_checksum(const float *x, int64_t n);
+temper_status npy_read(const char *path, shape_t *shape, float **data, char *err, size_t n);
+temper_status npy_write(const char *path, const shape_t *shape, const float *data, char *err, size_t n);
+
+/* ---- layout strings: "OIHW16o" and friends ---- */
+int layout_block(const char *layout, char axis); /* block factor of lower-case axis, 0 none */
+#endif

@@ -1,0 +1,51 @@
+/* data.c: PCG32 (O'Neill's pcg32_random_r) and seeded tensor data. */
+#include <math.h>
+#include "compiler_int.h"
+
+void pcg32_seed(pcg32 *r, uint64_t seed, uint64_t seq) {
+  r->state = 0;
+  r->inc = (seq << 1) | 1;
+  pcg32_next(r);
+  r->state += seed;
+  pcg32_next(r);
+}
+
+uint32_t pcg32_next(pcg32 *r) {
+  uint64_t old = r->state;
+  r->state = old * 6364136223846793005ull + r->inc;
+  uint32_t xorshifted = (uint32_t)(((old >> 18) ^ old) >> 27);
+  uint32_t rot = (uint32_t)(old >> 59);
+  return (xorshifted >> rot) | (xorshifted << ((-rot) & 31));
+}
+
+float pcg32_float(pcg32 *r) { return (float)(pcg32_next(r) >> 8) * (1.0f / 16777216.0f); }
+
+uint64_t data_hash_name(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Inputs: uniform [-1, 1). Weights (rank >= 2): uniform ±sqrt(6 / fan_in), so
+ * activations keep their scale through deep networks. Vectors (biases,
+ * batch-norm statistics): uniform [0.5, 1.5), positive so variances are valid. */
+void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input) {
+  pcg32 r;
+  pcg32_seed(&r, seed, 54);
+  int64_t n = shape_numel(s);
+  if (is_input) {
+    for (int64_t i = 0; i < n; i++) dst[i] = pcg32_float(&r) * 2.0f - 1.0f;
+  } else if (s->ndim >= 2) {
+    int64_t fan_in = n / s->d[0];
+    float a = sqrtf(6.0f / (float)(fan_in ? fan_in : 1));
+    for (int64_t i = 0; i < n; i++) dst[i] = (pcg32_float(&r) * 2.0f - 1.0f) * a;
+  } else {
+    for (int64_t i = 0; i < n; i++) dst[i] = 0.5f + pcg32_float(&r);
+  }
+}
+
+double data_checksum(const float *x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += (double)x[i] * (double)((i % 7) + 1);
+  return s;
+}

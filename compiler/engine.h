@@ -1,0 +1,60 @@
+/* engine.h: the compile engine (lower primitive functions to cached
+ * kernels) and the in-memory graph executor. */
+#ifndef TEMPER_ENGINE_H
+#define TEMPER_ENGINE_H
+#include "codegen.h"
+#include "compiler_int.h"
+
+typedef struct kernel {
+  char name[96];          /* fused_<ops>_<hash> */
+  uint64_t hash;
+  char *key;              /* canonical text of the primitive function + target */
+  temper_kernel_fn fn;
+  char *loops;            /* printed loop IR */
+  int n_inputs;
+  double flops;           /* of the master op */
+} kernel;
+
+struct temper_engine {
+  cg_target target;
+  cg_jit *jit;
+  kernel **cache;         /* every kernel compiled so far */
+  int n_cache, cap;
+  int n_compiled, n_hits; /* counters for tests and reports */
+};
+
+temper_status engine_create(temper_engine **out, diag *d);
+void engine_destroy(temper_engine *e);
+/* engine_lower: a primitive function → one kernel; any other function → the
+ * kernels of the primitive functions it calls, in call order (repeats share
+ * one cached kernel). *out is malloc'd; the kernels belong to the engine. */
+temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int *n_out, diag *d);
+double engine_flops(const node *master);
+
+/* ---- executor.c ---- */
+typedef struct exec_step { kernel *k; float **argv; int n_args; } exec_step;
+typedef struct exec {
+  int n_bufs;
+  float **bufs;
+  int64_t *sizes;
+  char *owned;
+  int n_steps;
+  exec_step *steps;
+  int n_inputs;             /* main's remaining parameters */
+  const node **inputs;
+  int *input_bufs;
+  int n_outputs;
+  int *output_bufs;
+  shape_t *output_shapes;
+  temper_pool *pool;
+} exec;
+/* exec_create: needs a fused graph (main calls primitive functions only) */
+temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec **out, diag *d);
+void exec_destroy(exec *x);
+void exec_set_input(exec *x, int i, const float *data);
+void exec_run(exec *x);
+const float *exec_output(const exec *x, int i);
+
+/* ---- pipeline.c: parse → typeinfer → simplify → fold → layout → fold → fuse ---- */
+temper_status pipeline_optimize(temper_graph *g, int vec, diag *d);
+#endif

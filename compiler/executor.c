@@ -1,0 +1,131 @@
+/* executor.c: runs a fused graph in memory: one step per call of a
+ * primitive function, in topological order, over buffers allocated once
+ * (first-touching memory inside a timed loop would measure page faults). */
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+
+static int new_buf(exec *x, int64_t size, float *data) {
+  x->sizes[x->n_bufs] = size;
+  x->owned[x->n_bufs] = data == NULL;
+  x->bufs[x->n_bufs] = data ? data : aligned_alloc(64, (size_t)((size * 4 + 63) / 64 * 64 + 64));
+  if (!x->bufs[x->n_bufs]) return -1;
+  if (!data) memset(x->bufs[x->n_bufs], 0, (size_t)size * 4);
+  return x->n_bufs++;
+}
+
+temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec **out, diag *d) {
+  *out = NULL;
+  exec *x = calloc(1, sizeof *x);
+  arena s = {0};
+  int n = 0;
+  node **order = ir_topo(&s, g->main->body, &n);
+  int *buf_of = order ? arena_alloc(&s, sizeof(int) * (size_t)(g->n_nodes + 1)) : NULL;
+  int *field0 = order ? arena_alloc(&s, sizeof(int) * (size_t)(g->n_nodes + 1)) : NULL;
+  if (!x || !buf_of || !field0) goto oom;
+  int cap = n + g->main->n_params + 1;
+  x->bufs = calloc((size_t)cap, sizeof(float *));
+  x->sizes = calloc((size_t)cap, sizeof(int64_t));
+  x->owned = calloc((size_t)cap, 1);
+  x->steps = calloc((size_t)n + 1, sizeof(exec_step));
+  x->inputs = calloc((size_t)g->main->n_params + 1, sizeof(node *));
+  x->input_bufs = calloc((size_t)g->main->n_params + 1, sizeof(int));
+  if (!x->bufs || !x->sizes || !x->owned || !x->steps || !x->inputs || !x->input_bufs) goto oom;
+  for (int i = 0; i < g->main->n_params; i++) {
+    node *p = g->main->params[i];
+    int b = new_buf(x, shape_numel(&p->ty.shape), NULL);
+    if (b < 0) goto oom;
+    buf_of[p->id] = b;
+    x->inputs[x->n_inputs] = p;
+    x->input_bufs[x->n_inputs++] = b;
+  }
+  for (int i = 0; i < n; i++) {
+    node *v = order[i];
+    switch (v->kind) {
+    case N_VAR: case N_FUNC: break;
+    case N_CONST:
+      if ((buf_of[v->id] = new_buf(x, shape_numel(&v->ty.shape), v->data)) < 0) goto oom;
+      break;
+    case N_TUPLE: field0[v->id] = v->n_args ? buf_of[v->args[0]->id] : -1; break;
+    case N_GETITEM: {
+      node *t = v->args[0];
+      if (t->kind != N_TUPLE) {
+        exec_destroy(x);
+        arena_free(&s);
+        return diag_fail(d, TEMPER_EUNSUPPORTED, "projection of a tuple-valued op result is not supported by the executor");
+      }
+      buf_of[v->id] = buf_of[t->args[v->index]->id];
+      break;
+    }
+    case N_CALL: {
+      kernel **ks = NULL;
+      int nk = 0;
+      temper_status st = v->op >= 0 ? diag_error(d, v->loc, "%s outside a primitive function: run fuse first", ir_op_name(v))
+                                    : engine_lower(e, v->callee, &ks, &nk, d);
+      if (st == TEMPER_OK && nk != 1) {
+        free(ks);
+        st = diag_fail(d, TEMPER_EUNSUPPORTED, "main calls a non-primitive function; only one level of calls is supported");
+      }
+      if (st) { exec_destroy(x); arena_free(&s); return st; }
+      exec_step *step = &x->steps[x->n_steps++];
+      step->k = ks[0];
+      free(ks);
+      step->n_args = v->n_args + 1;
+      step->argv = calloc((size_t)step->n_args, sizeof(float *));
+      if (!step->argv) goto oom;
+      int ob = new_buf(x, shape_numel(&v->ty.shape), NULL);
+      if (ob < 0) goto oom;
+      buf_of[v->id] = ob;
+      for (int j = 0; j < v->n_args; j++) step->argv[j] = x->bufs[buf_of[v->args[j]->id]];
+      step->argv[v->n_args] = x->bufs[ob];
+      break;
+    }
+    }
+  }
+  node *body = g->main->body;
+  x->n_outputs = body->kind == N_TUPLE ? body->n_args : 1;
+  x->output_bufs = calloc((size_t)x->n_outputs, sizeof(int));
+  x->output_shapes = calloc((size_t)x->n_outputs, sizeof(shape_t));
+  if (!x->output_bufs || !x->output_shapes) goto oom;
+  for (int i = 0; i < x->n_outputs; i++) {
+    node *o = body->kind == N_TUPLE ? body->args[i] : body;
+    x->output_bufs[i] = buf_of[o->id];
+    x->output_shapes[i] = o->ty.shape;
+  }
+  x->pool = temper_pool_create(threads);
+  if (!x->pool) goto oom;
+  arena_free(&s);
+  *out = x;
+  return TEMPER_OK;
+oom:
+  exec_destroy(x);
+  arena_free(&s);
+  return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+}
+
+void exec_destroy(exec *x) {
+  if (!x) return;
+  for (int i = 0; i < x->n_bufs; i++)
+    if (x->owned[i]) free(x->bufs[i]);
+  for (int i = 0; i < x->n_steps; i++) free(x->steps[i].argv);
+  free(x->bufs);
+  free(x->sizes);
+  free(x->owned);
+  free(x->steps);
+  free(x->inputs);
+  free(x->input_bufs);
+  free(x->output_bufs);
+  free(x->output_shapes);
+  temper_pool_destroy(x->pool);
+  free(x);
+}
+
+void exec_set_input(exec *x, int i, const float *data) {
+  memcpy(x->bufs[x->input_bufs[i]], data, sizeof(float) * (size_t)x->sizes[x->input_bufs[i]]);
+}
+
+void exec_run(exec *x) {
+  for (int i = 0; i < x->n_steps; i++) x->steps[i].k->fn(x->steps[i].argv, x->pool);
+}
+
+const float *exec_output(const exec *x, int i) { return x->bufs[x->output_bufs[i]]; }

@@ -1,0 +1,108 @@
+/* loopir.h: the small loop IR between schedules and LLVM.
+ *
+ * A kernel is a statement tree over named float32 buffers:
+ *   for (serial | parallel | unrolled) loops, int lets, float "slots"
+ *   (register accumulators, possibly vectors), stores, if/else;
+ * expressions are int64 index arithmetic and float math on scalars or
+ * vectors of `lanes` floats. A load or store of lanes > 1 walks memory with
+ * a lane stride (1: contiguous, 0: broadcast, other: gather/scatter) and an
+ * optional lane limit (lanes >= limit are masked off).
+ *
+ * Only a top-level parallel loop runs on the thread pool (codegen outlines
+ * it); nested ones run serially. Everything lives in one arena per kernel. */
+#ifndef TEMPER_LOOPIR_H
+#define TEMPER_LOOPIR_H
+#include "compiler_int.h"
+
+typedef enum lx_kind {
+  LX_INT, LX_FLT, LX_VAR, LX_SLOT, LX_BIN, LX_UN, LX_SELECT, LX_LOAD, LX_BCAST, LX_FMA, LX_I2F
+} lx_kind;
+typedef enum lx_op {
+  /* int */ LO_ADD, LO_SUB, LO_MUL, LO_DIV, LO_MOD, LO_MIN, LO_MAX, LO_LT, LO_LE, LO_EQ, LO_AND, LO_OR,
+  /* float */ LO_FADD, LO_FSUB, LO_FMUL, LO_FDIV, LO_FMAX, LO_FMIN, LO_FLT, LO_FGT,
+  /* float unary */ LO_EXP, LO_SQRT, LO_NEG, LO_HSUM /* sum of lanes → scalar */
+} lx_op;
+
+typedef struct lexpr lexpr;
+struct lexpr {
+  lx_kind k;
+  int lanes;          /* 1: scalar */
+  int is_float;       /* else int64 (or i1 for comparisons) */
+  lx_op op;
+  int64_t ival;
+  double fval;
+  int id;             /* LX_VAR: var id; LX_SLOT: slot id; LX_LOAD: buffer */
+  lexpr *a, *b, *c;   /* operands; LX_LOAD: a = element index of lane 0 */
+  int64_t stride;     /* LX_LOAD: lane stride */
+  lexpr *limit;       /* LX_LOAD: lanes >= limit read 0 (NULL: all lanes) */
+};
+
+typedef enum ls_kind { LS_FOR, LS_SEQ, LS_LET, LS_DECL, LS_SET, LS_STORE, LS_IF } ls_kind;
+typedef enum loop_kind { LOOP_SERIAL, LOOP_PARALLEL, LOOP_UNROLL } loop_kind;
+
+typedef struct lstmt lstmt;
+struct lstmt {
+  ls_kind k;
+  int id;             /* LS_FOR / LS_LET: var; LS_DECL / LS_SET: slot; LS_STORE: buffer */
+  lexpr *lo, *ext;    /* LS_FOR: [lo, lo + ext) */
+  loop_kind loop;
+  lstmt **body;       /* LS_SEQ, LS_FOR (a SEQ), LS_IF (then, else) */
+  int n_body, cap;
+  lexpr *val;         /* LS_LET, LS_DECL, LS_SET, LS_STORE: value */
+  lexpr *idx;         /* LS_STORE: element index of lane 0 */
+  int64_t stride;     /* LS_STORE: lane stride */
+  lexpr *limit;       /* LS_STORE: store only lanes < limit */
+  lexpr *cond;        /* LS_IF */
+};
+
+typedef struct lbuf { const char *name; int64_t size; } lbuf;
+
+typedef struct lfunc {
+  arena a;
+  const char *name;
+  int n_bufs;         /* inputs, then the output last */
+  lbuf bufs[72];
+  int n_vars;
+  const char *var_names[256];
+  int n_slots;
+  int slot_lanes[256];
+  lstmt *body;        /* a SEQ */
+  int vec;            /* target vector width in floats */
+  lexpr oom_e;        /* returned by builders once the arena failed */
+  lstmt oom_s;
+} lfunc;
+
+lfunc *lf_new(const char *name, int vec);
+void lf_free(lfunc *f);
+int lf_buf(lfunc *f, const char *name, int64_t size);
+int lf_var(lfunc *f, const char *name);
+int lf_slot(lfunc *f, int lanes);
+
+lexpr *lx_int(lfunc *f, int64_t v);
+lexpr *lx_flt(lfunc *f, double v, int lanes);
+lexpr *lx_var(lfunc *f, int var);
+lexpr *lx_slot(lfunc *f, int slot);
+lexpr *lx_bin(lfunc *f, lx_op op, lexpr *a, lexpr *b);   /* folds int constants */
+lexpr *lx_un(lfunc *f, lx_op op, lexpr *a);
+lexpr *lx_select(lfunc *f, lexpr *c, lexpr *a, lexpr *b);
+lexpr *lx_load(lfunc *f, int buf, lexpr *idx, int lanes, int64_t stride, lexpr *limit);
+lexpr *lx_bcast(lfunc *f, lexpr *a, int lanes);          /* a itself if lanes == a->lanes */
+lexpr *lx_fma(lfunc *f, lexpr *a, lexpr *b, lexpr *c);   /* a*b + c */
+lexpr *lx_i2f(lfunc *f, lexpr *a);
+#define lx_add(f, a, b) lx_bin(f, LO_ADD, a, b)
+#define lx_mul(f, a, b) lx_bin(f, LO_MUL, a, b)
+
+lstmt *ls_seq(lfunc *f);
+lstmt *ls_for(lfunc *f, int var, lexpr *lo, lexpr *ext, loop_kind k);  /* body: ls_body() */
+lstmt *ls_let(lfunc *f, int var, lexpr *v);
+lstmt *ls_decl(lfunc *f, int slot, lexpr *init);
+lstmt *ls_set(lfunc *f, int slot, lexpr *v);
+lstmt *ls_store(lfunc *f, int buf, lexpr *idx, lexpr *v, int64_t stride, lexpr *limit);
+lstmt *ls_if(lfunc *f, lexpr *cond);            /* then: ->body[0], else: ->body[1] */
+lstmt *ls_add(lfunc *f, lstmt *seq, lstmt *s);  /* appends to a SEQ / FOR; returns s */
+lstmt *ls_then(lstmt *s);
+lstmt *ls_else(lstmt *s);
+
+/* Printed form for `temper lower --loops`; malloc'd. */
+char *lf_print(const lfunc *f);
+#endif

@@ -1,0 +1,34 @@
+/* pipeline.c: the compiler's passes as one column, QBE style. Set
+ * TEMPER_DUMP=simplify,fold,layout,fuse (or "all") to print the program after
+ * each named step on stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+
+static void dump(temper_graph *g, const char *step) {
+  const char *want = getenv("TEMPER_DUMP");
+  if (!want || (!strstr(want, step) && !strstr(want, "all"))) return;
+  char *text = print_graph(g);
+  fprintf(stderr, "// after %s\n%s", step, text ? text : "(out of memory)\n");
+  free(text);
+}
+
+#define STEP(name, call)            \
+  do {                              \
+    temper_status s_ = (call);      \
+    if (s_ != TEMPER_OK) return s_; \
+    dump(g, name);                  \
+  } while (0)
+
+/* pipeline_optimize: needs a parsed graph with parameters bound as wanted;
+ * output: typed, fused, every op in a primitive function */
+temper_status pipeline_optimize(temper_graph *g, int vec, diag *d) {
+  STEP("typeinfer", typeinfer(g, d));
+  STEP("simplify", simplify(g, d));
+  STEP("fold", fold_constants(g, d));
+  STEP("layout", layout_pack(g, vec, d));
+  STEP("fold", fold_constants(g, d));
+  STEP("fuse", fuse(g, d));
+  return TEMPER_OK;
+}

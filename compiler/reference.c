@@ -1,0 +1,325 @@
+/* reference.c: the reference interpreter. Plain C loops, written to be
+ * obviously correct rather than fast: the oracle for tests, --check and
+ * constant folding. NCHW float32. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compiler_int.h"
+
+/* index of `out` coordinate in an input broadcast to out's rank */
+static int64_t bcast_index(const shape_t *in, const shape_t *out, const int64_t *coord) {
+  int64_t idx = 0;
+  for (int i = 0; i < in->ndim; i++) {
+    int oi = out->ndim - in->ndim + i;
+    int64_t c = in->d[i] == 1 ? 0 : coord[oi];
+    idx = idx * in->d[i] + c;
+  }
+  return idx;
+}
+
+static void unravel(int64_t flat, const shape_t *s, int64_t *coord) {
+  for (int i = s->ndim - 1; i >= 0; i--) {
+    coord[i] = flat % s->d[i];
+    flat /= s->d[i];
+  }
+}
+
+static void ref_conv2d(const node *n, const float *x, const float *w, float *y) {
+  const shape_t *xs = &n->args[0]->ty.shape, *ys = &n->ty.shape, *ws = &n->args[1]->ty.shape;
+  const attrs_t *a = n->attrs;
+  int64_t N = xs->d[0], C = xs->d[1], H = xs->d[2], W = xs->d[3];
+  int64_t K = ys->d[1], OH = ys->d[2], OW = ys->d[3], R = ws->d[2], S = ws->d[3];
+  int64_t G = a->v[ATTR_GROUPS].i[0], Cg = C / G, Kg = K / G;
+  int64_t sh = a->v[ATTR_STRIDES].i[0], sw = a->v[ATTR_STRIDES].i[1];
+  int64_t ph = a->v[ATTR_PADDING].i[0], pw = a->v[ATTR_PADDING].i[1];
+  int64_t dh = a->v[ATTR_DILATION].i[0], dw = a->v[ATTR_DILATION].i[1];
+  int blk = layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o');
+  for (int64_t nn = 0; nn < N; nn++)
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t oh = 0; oh < OH; oh++)
+        for (int64_t ow = 0; ow < OW; ow++) {
+          double acc = 0;
+          int64_t g = k / Kg;
+          for (int64_t c = 0; c < Cg; c++)
+            for (int64_t r = 0; r < R; r++)
+              for (int64_t s = 0; s < S; s++) {
+                int64_t ih = oh * sh - ph + r * dh, iw = ow * sw - pw + s * dw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                float wv = blk ? w[((((k / blk) * Cg + c) * R + r) * S + s) * blk + k % blk]
+                               : w[((k * Cg + c) * R + r) * S + s];
+                acc += (double)x[((nn * C + g * Cg + c) * H + ih) * W + iw] * wv;
+              }
+          y[((nn * K + k) * OH + oh) * OW + ow] = (float)acc;
+        }
+}
+
+static void ref_pool(const node *n, const float *x, float *y) {
+  const shape_t *xs = &n->args[0]->ty.shape, *ys = &n->ty.shape;
+  const attrs_t *a = n->attrs;
+  int64_t NC = xs->d[0] * xs->d[1], H = xs->d[2], W = xs->d[3], OH = ys->d[2], OW = ys->d[3];
+  int is_max = n->op == OP_MAX_POOL2D, global = n->op == OP_GLOBAL_AVG_POOL2D;
+  int64_t kh = global ? H : a->v[ATTR_POOL_SIZE].i[0], kw = global ? W : a->v[ATTR_POOL_SIZE].i[1];
+  int64_t sh = global ? 1 : a->v[ATTR_STRIDES].i[0], sw = global ? 1 : a->v[ATTR_STRIDES].i[1];
+  int64_t ph = global ? 0 : a->v[ATTR_PADDING].i[0], pw = global ? 0 : a->v[ATTR_PADDING].i[1];
+  int64_t pb = global ? 0 : a->v[ATTR_PADDING].i[2], pr = global ? 0 : a->v[ATTR_PADDING].i[3];
+  int64_t dh = global ? 1 : a->v[ATTR_DILATION].i[0], dw = global ? 1 : a->v[ATTR_DILATION].i[1];
+  int include_pad = !global && a->v[ATTR_COUNT_INCLUDE_PAD].i[0];
+  for (int64_t p = 0; p < NC; p++)
+    for (int64_t oh = 0; oh < OH; oh++)
+      for (int64_t ow = 0; ow < OW; ow++) {
+        double acc = is_max ? -INFINITY : 0;
+        int64_t cnt = 0, padded = 0;
+        for (int64_t r = 0; r < kh; r++)
+          for (int64_t s = 0; s < kw; s++) {
+            int64_t ih = oh * sh - ph + r * dh, iw = ow * sw - pw + s * dw;
+            /* count_include_pad counts window cells inside the padded input */
+            if (ih < H + pb && iw < W + pr) padded++;
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+            float v = x[(p * H + ih) * W + iw];
+            if (is_max) acc = v > acc ? v : acc;
+            else acc += v;
+            cnt++;
+          }
+        if (!is_max) {
+          int64_t div = include_pad ? padded : cnt;
+          acc = div ? acc / (double)div : 0;
+        }
+        y[(p * OH + oh) * OW + ow] = (float)acc;
+      }
+}
+
+static float ref_unary(int op, const attrs_t *a, float v) {
+  switch (op) {
+  case OP_RELU: return v > 0 ? v : 0;
+  case OP_SIGMOID: return 1.0f / (1.0f + expf(-v));
+  case OP_SQRT: return sqrtf(v);
+  case OP_CLIP: {
+    float lo = (float)a->v[ATTR_A_MIN].f, hi = (float)a->v[ATTR_A_MAX].f;
+    return v < lo ? lo : v > hi ? hi : v;
+  }
+  default: return v;
+  }
+}
+
+static float ref_binary(int op, float x, float y) {
+  switch (op) {
+  case OP_ADD: case OP_BIAS_ADD: return x + y;
+  case OP_SUBTRACT: return x - y;
+  case OP_MULTIPLY: return x * y;
+  case OP_DIVIDE: return x / y;
+  default: return 0;
+  }
+}
+
+temper_status ref_eval_op(const node *n, const float *const *in, float **outs, diag *d) {
+  const shape_t *ys = &n->ty.shape;
+  float *y = outs[0];
+  int64_t total = n->ty.kind == TY_TENSOR ? shape_numel(ys) : 0;
+  int64_t coord[TEMPER_MAX_DIMS];
+  const attrs_t *a = n->attrs;
+  switch ((op_id)n->op) {
+  case OP_CONV2D: ref_conv2d(n, in[0], in[1], y); break;
+  case OP_DENSE: {
+    int64_t B = ys->d[0], U = ys->d[1], I = n->args[0]->ty.shape.d[1];
+    for (int64_t b = 0; b < B; b++)
+      for (int64_t u = 0; u < U; u++) {
+        double acc = 0;
+        for (int64_t i = 0; i < I; i++) acc += (double)in[0][b * I + i] * in[1][u * I + i];
+        y[b * U + u] = (float)acc;
+      }
+    break;
+  }
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D: ref_pool(n, in[0], y); break;
+  case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP:
+    for (int64_t i = 0; i < total; i++) y[i] = ref_unary(n->op, a, in[0][i]);
+    break;
+  case OP_BIAS_ADD: {
+    const shape_t *xs = &n->args[0]->ty.shape;
+    int ax = (int)(a->v[ATTR_AXIS].i[0] < 0 ? a->v[ATTR_AXIS].i[0] + xs->ndim : a->v[ATTR_AXIS].i[0]);
+    for (int64_t i = 0; i < total; i++) {
+      unravel(i, ys, coord);
+      y[i] = in[0][i] + in[1][coord[ax]];
+    }
+    break;
+  }
+  case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE: {
+    const shape_t *as = &n->args[0]->ty.shape, *bs = &n->args[1]->ty.shape;
+    for (int64_t i = 0; i < total; i++) {
+      unravel(i, ys, coord);
+      y[i] = ref_binary(n->op, in[0][bcast_index(as, ys, coord)], in[1][bcast_index(bs, ys, coord)]);
+    }
+    break;
+  }
+  case OP_BATCH_NORM: {
+    const shape_t *xs = &n->args[0]->ty.shape;
+    int ax = (int)(a->v[ATTR_AXIS].i[0] < 0 ? a->v[ATTR_AXIS].i[0] + xs->ndim : a->v[ATTR_AXIS].i[0]);
+    int64_t cnt = shape_numel(xs);
+    for (int64_t i = 0; i < cnt; i++) {
+      unravel(i, xs, coord);
+      int64_t c = coord[ax];
+      float g = a->v[ATTR_SCALE].i[0] ? in[1][c] : 1.0f, b = a->v[ATTR_CENTER].i[0] ? in[2][c] : 0.0f;
+      outs[0][i] = (in[0][i] - in[3][c]) / sqrtf(in[4][c] + (float)a->v[ATTR_EPSILON].f) * g + b;
+    }
+    int64_t C = xs->d[ax];
+    if (outs[1]) memcpy(outs[1], in[3], sizeof(float) * (size_t)C);
+    if (outs[2]) memcpy(outs[2], in[4], sizeof(float) * (size_t)C);
+    break;
+  }
+  case OP_DROPOUT: {
+    int64_t cnt = shape_numel(&n->args[0]->ty.shape);
+    memcpy(outs[0], in[0], sizeof(float) * (size_t)cnt);
+    if (outs[1]) for (int64_t i = 0; i < cnt; i++) outs[1][i] = 1.0f;
+    break;
+  }
+  case OP_BATCH_FLATTEN: case OP_RESHAPE: memcpy(y, in[0], sizeof(float) * (size_t)total); break;
+  case OP_CONCATENATE: {
+    int ax = (int)(a->v[ATTR_AXIS].i[0] < 0 ? a->v[ATTR_AXIS].i[0] + ys->ndim : a->v[ATTR_AXIS].i[0]);
+    for (int64_t i = 0; i < total; i++) {
+      unravel(i, ys, coord);
+      int f = 0;
+      while (coord[ax] >= n->args[f]->ty.shape.d[ax]) coord[ax] -= n->args[f++]->ty.shape.d[ax];
+      const shape_t *fs = &n->args[f]->ty.shape;
+      int64_t idx = 0;
+      for (int j = 0; j < fs->ndim; j++) idx = idx * fs->d[j] + coord[j];
+      y[i] = in[f][idx];
+    }
+    break;
+  }
+  case OP_SOFTMAX: {
+    int ax = (int)(a->v[ATTR_AXIS].i[0] < 0 ? a->v[ATTR_AXIS].i[0] + ys->ndim : a->v[ATTR_AXIS].i[0]);
+    int64_t len = ys->d[ax], inner = 1;
+    for (int j = ax + 1; j < ys->ndim; j++) inner *= ys->d[j];
+    int64_t outer = total / (len * inner);
+    for (int64_t o = 0; o < outer; o++)
+      for (int64_t i = 0; i < inner; i++) {
+        const float *x = in[0] + o * len * inner + i;
+        float *yy = y + o * len * inner + i;
+        float m = -INFINITY;
+        for (int64_t j = 0; j < len; j++) m = x[j * inner] > m ? x[j * inner] : m;
+        double s = 0;
+        for (int64_t j = 0; j < len; j++) s += exp((double)x[j * inner] - m);
+        for (int64_t j = 0; j < len; j++) yy[j * inner] = (float)(exp((double)x[j * inner] - m) / s);
+      }
+    break;
+  }
+  case OP_LAYOUT_TRANSFORM: {   /* OIHW → OIHW<b>o, zero-padded */
+    const shape_t *xs = &n->args[0]->ty.shape;
+    int64_t b = ys->d[4], O = xs->d[0], inner = xs->d[1] * xs->d[2] * xs->d[3];
+    for (int64_t i = 0; i < total; i++) {
+      int64_t lane = i % b, rest = (i / b) % inner, ob = i / b / inner, o = ob * b + lane;
+      y[i] = o < O ? in[0][o * inner + rest] : 0.0f;
+    }
+    break;
+  }
+  case OP_COUNT: case OP_FUNCALL: return diag_fail(d, TEMPER_EINTERNAL, "reference: bad op");
+  }
+  return TEMPER_OK;
+}
+
+/* per node: its value buffers (one per tuple field) */
+typedef struct value { float **bufs; int n; int owned; } value;
+
+static void value_free(value *v) {
+  if (v->owned)
+    for (int i = 0; i < v->n; i++) free(v->bufs[i]);
+  free(v->bufs);
+  v->bufs = NULL;
+}
+
+static int value_alloc(value *v, const type_t *t) {
+  v->n = t->kind == TY_TUPLE ? t->n_fields : 1;
+  v->bufs = calloc((size_t)v->n, sizeof(float *));
+  v->owned = 1;
+  if (!v->bufs) return -1;
+  for (int i = 0; i < v->n; i++) {
+    const shape_t *s = t->kind == TY_TUPLE ? &t->fields[i] : &t->shape;
+    int64_t cnt = shape_numel(s);
+    v->bufs[i] = malloc(sizeof(float) * (size_t)(cnt ? cnt : 1));
+    if (!v->bufs[i]) return -1;
+  }
+  return 0;
+}
+
+temper_status ref_eval_func(const node *fn, const float *const *inputs, float ***outputs, int *n_outputs, diag *d) {
+  arena scratch = {0};
+  int n = 0;
+  node **order = ir_topo(&scratch, fn->body, &n);
+  int max_id = 0;
+  for (int i = 0; i < n; i++) max_id = order[i]->id > max_id ? order[i]->id : max_id;
+  for (int i = 0; i < fn->n_params; i++) max_id = fn->params[i]->id > max_id ? fn->params[i]->id : max_id;
+  value *vals = calloc((size_t)max_id + 1, sizeof *vals);
+  temper_status s = TEMPER_OK;
+  if (!order || !vals) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); goto done; }
+  for (int i = 0; i < fn->n_params; i++) {
+    value *v = &vals[fn->params[i]->id];
+    v->n = 1;
+    v->bufs = malloc(sizeof(float *));
+    if (!v->bufs) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); goto done; }
+    v->bufs[0] = (float *)inputs[i];
+  }
+  for (int i = 0; i < n && s == TEMPER_OK; i++) {
+    node *x = order[i];
+    value *v = &vals[x->id];
+    switch (x->kind) {
+    case N_VAR:
+      if (!v->bufs) s = diag_fail(d, TEMPER_EINTERNAL, "reference: free variable %%%s", x->name);
+      break;
+    case N_FUNC: break;
+    case N_CONST:
+      v->n = 1;
+      if (!(v->bufs = malloc(sizeof(float *)))) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
+      v->bufs[0] = x->data;
+      break;
+    case N_TUPLE: case N_GETITEM: {
+      int cnt = x->kind == N_TUPLE ? x->n_args : 1;
+      v->n = cnt;
+      if (!(v->bufs = malloc(sizeof(float *) * (size_t)(cnt ? cnt : 1)))) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
+      for (int j = 0; j < cnt; j++)
+        v->bufs[j] = x->kind == N_TUPLE ? vals[x->args[j]->id].bufs[0] : vals[x->args[0]->id].bufs[x->index];
+      break;
+    }
+    case N_CALL: {
+      const float *ins[64];
+      for (int j = 0; j < x->n_args; j++) ins[j] = vals[x->args[j]->id].bufs[0];
+      if (x->op == OP_FUNCALL) {
+        float **res = NULL;
+        int nr = 0;
+        s = ref_eval_func(x->callee, ins, &res, &nr, d);
+        if (s == TEMPER_OK) { v->bufs = res; v->n = nr; v->owned = 1; }
+        break;
+      }
+      if (value_alloc(v, &x->ty)) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
+      s = ref_eval_op(x, ins, v->bufs, d);
+      break;
+    }
+    }
+  }
+  if (s == TEMPER_OK) {   /* copy the results out: they may alias inputs or constants */
+    const node *b = fn->body;
+    const type_t *t = &b->ty;
+    int cnt = t->kind == TY_TUPLE ? t->n_fields : 1;
+    float **res = calloc((size_t)cnt, sizeof(float *));
+    if (!res) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); goto done; }
+    for (int j = 0; j < cnt; j++) {
+      const shape_t *sh = t->kind == TY_TUPLE ? &t->fields[j] : &t->shape;
+      size_t bytes = sizeof(float) * (size_t)(shape_numel(sh) ? shape_numel(sh) : 1);
+      res[j] = malloc(bytes);
+      if (!res[j]) {
+        for (int k = 0; k < j; k++) free(res[k]);
+        free(res);
+        s = diag_fail(d, TEMPER_ENOMEM, "out of memory");
+        goto done;
+      }
+      memcpy(res[j], vals[b->id].bufs[j], bytes);
+    }
+    *outputs = res;
+    *n_outputs = cnt;
+  }
+done:
+  if (vals)
+    for (int i = 0; i <= max_id; i++) value_free(&vals[i]);
+  free(vals);
+  arena_free(&scratch);
+  return s;
+}

@@ -1,0 +1,71 @@
+/* simplify.c: SimplifyInference. batch_norm(x, γ, β, μ, σ²).0 becomes
+ *   x * reshape(γ / sqrt(σ² + ε)) + reshape(β - μ·scale)
+ * with the per-channel vectors reshaped to broadcast along the axis; the
+ * constant parts fold away later (fold.c), and the multiply folds into a
+ * preceding conv2d's weights. dropout(x).0 becomes x. */
+#include <string.h>
+#include "compiler_int.h"
+
+static node *call1(temper_graph *g, int op, node *a) { return ir_call(g, op, 1, &a, NULL); }
+static node *call2(temper_graph *g, int op, node *a, node *b) {
+  node *args[2] = {a, b};
+  return ir_call(g, op, 2, args, NULL);
+}
+
+static node *expand_to_axis(temper_graph *g, node *v, int axis, int ndim) {
+  if (axis == ndim - 1) return v;
+  node *r = call1(g, OP_RESHAPE, v);
+  if (!r) return NULL;
+  attr_val *ns = &r->attrs->v[ATTR_NEWSHAPE];
+  ns->n = ndim - axis;
+  ns->i[0] = -1;
+  for (int i = 1; i < ns->n; i++) ns->i[i] = 1;
+  return r;
+}
+
+static node *lower_batch_norm(temper_graph *g, node *bn, node **a) {
+  const attrs_t *at = bn->attrs;
+  int ndim = bn->args[0]->ty.shape.ndim;
+  int axis = (int)(at->v[ATTR_AXIS].i[0] < 0 ? at->v[ATTR_AXIS].i[0] + ndim : at->v[ATTR_AXIS].i[0]);
+  shape_t s0 = {0};
+  float eps = (float)at->v[ATTR_EPSILON].f;
+  node *e = ir_const(g, &s0, &eps);
+  node *std = e ? call1(g, OP_SQRT, call2(g, OP_ADD, a[4], e)) : NULL;
+  node *scale = std ? (at->v[ATTR_SCALE].i[0] ? call2(g, OP_DIVIDE, a[1], std) : NULL) : NULL;
+  if (std && !at->v[ATTR_SCALE].i[0]) {
+    float one = 1.0f;
+    node *c1 = ir_const(g, &s0, &one);
+    scale = c1 ? call2(g, OP_DIVIDE, c1, std) : NULL;
+  }
+  if (!scale) return NULL;
+  node *mean_scaled = call2(g, OP_MULTIPLY, a[3], scale);
+  node *shift = NULL;
+  if (mean_scaled) {
+    if (at->v[ATTR_CENTER].i[0]) {
+      shift = call2(g, OP_SUBTRACT, a[2], mean_scaled);
+    } else {
+      float zero = 0.0f;
+      node *c0 = ir_const(g, &s0, &zero);
+      shift = c0 ? call2(g, OP_SUBTRACT, c0, mean_scaled) : NULL;
+    }
+  }
+  node *sc = expand_to_axis(g, scale, axis, ndim);
+  node *sh = shift ? expand_to_axis(g, shift, axis, ndim) : NULL;
+  if (!sc || !sh) return NULL;
+  node *m = call2(g, OP_MULTIPLY, a[0], sc);
+  return m ? call2(g, OP_ADD, m, sh) : NULL;
+}
+
+static node *simplify_node(temper_graph *g, node *n, node **args, void *ctx, diag *d) {
+  (void)ctx;
+  (void)d;
+  if (n->kind == N_GETITEM && n->index == 0 && n->args[0]->kind == N_CALL) {
+    node *t = args[0];
+    if (t->kind == N_CALL && t->op == OP_DROPOUT) return t->args[0];
+    if (t->kind == N_CALL && t->op == OP_BATCH_NORM) return lower_batch_norm(g, t, t->args);
+  }
+  return ir_with_args(g, n, args);
+}
+
+/* simplify: needs types; keeps types; no batch_norm(.0) or dropout(.0) remains */
+temper_status simplify(temper_graph *g, diag *d) { return ir_rewrite(g, simplify_node, NULL, d); }

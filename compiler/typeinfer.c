@@ -1,0 +1,355 @@
+/* typeinfer.c: shapes of every node, with a located error for every
+ * inconsistency (channel mismatch, kernel larger than the padded input,
+ * groups not dividing channels, broadcasting, arity, bad attributes). */
+#include <stdio.h>
+#include <string.h>
+#include "compiler_int.h"
+
+#define TRY(x) do { temper_status s_ = (x); if (s_ != TEMPER_OK) return s_; } while (0)
+
+static temper_status want_tensor(diag *d, const node *call, int i, int ndim) {
+  const node *a = call->args[i];
+  if (a->ty.kind != TY_TENSOR)
+    return diag_error(d, call->loc, "%s: argument %d must be a tensor, not a tuple", ir_op_name(call), i + 1);
+  if (ndim >= 0 && a->ty.shape.ndim != ndim)
+    return diag_error(d, call->loc, "%s: argument %d must have %d dimensions, has %d", ir_op_name(call), i + 1,
+                      ndim, a->ty.shape.ndim);
+  return TEMPER_OK;
+}
+
+static int norm_axis(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + ndim : axis); }
+
+/* numpy broadcasting of two shapes */
+static temper_status broadcast(diag *d, const node *call, const shape_t *a, const shape_t *b, shape_t *out) {
+  out->ndim = a->ndim > b->ndim ? a->ndim : b->ndim;
+  for (int i = 0; i < out->ndim; i++) {
+    int ia = a->ndim - out->ndim + i, ib = b->ndim - out->ndim + i;
+    int64_t x = ia >= 0 ? a->d[ia] : 1, y = ib >= 0 ? b->d[ib] : 1;
+    if (x != y && x != 1 && y != 1) {
+      char sa[128], sbuf[128];
+      type_t ta = {.kind = TY_TENSOR, .shape = *a}, tb = {.kind = TY_TENSOR, .shape = *b};
+      print_type(sa, sizeof sa, &ta);
+      print_type(sbuf, sizeof sbuf, &tb);
+      return diag_error(d, call->loc, "%s: shapes %s and %s do not broadcast (dimension %d: %lld vs %lld)",
+                        ir_op_name(call), sa, sbuf, i, (long long)x, (long long)y);
+    }
+    out->d[i] = x == 1 ? y : x;
+  }
+  return TEMPER_OK;
+}
+
+static temper_status infer_conv2d(diag *d, node *n, shape_t *o) {
+  TRY(want_tensor(d, n, 0, 4));
+  const attrs_t *a = n->attrs;
+  const char *kl = a->v[ATTR_KERNEL_LAYOUT].s;
+  int blk = layout_block(kl, 'o');
+  if (strcmp(a->v[ATTR_DATA_LAYOUT].s, "NCHW"))
+    return diag_error(d, n->loc, "nn.conv2d: data_layout \"%s\" is not supported (use NCHW)", a->v[ATTR_DATA_LAYOUT].s);
+  if (strcmp(kl, "OIHW") && !(blk && !strncmp(kl, "OIHW", 4)))
+    return diag_error(d, n->loc, "nn.conv2d: kernel_layout \"%s\" is not supported (use OIHW)", kl);
+  TRY(want_tensor(d, n, 1, blk ? 5 : 4));
+  const shape_t *x = &n->args[0]->ty.shape, *w = &n->args[1]->ty.shape;
+  int64_t C = x->d[1], G = a->v[ATTR_GROUPS].i[0];
+  int64_t K = blk ? a->v[ATTR_CHANNELS].i[0] : w->d[0], R = w->d[2], S = w->d[3];
+  if (G < 1) return diag_error(d, n->loc, "nn.conv2d: groups must be positive, got %lld", (long long)G);
+  if (C % G) return diag_error(d, n->loc, "nn.conv2d: groups=%lld does not divide the %lld input channels", (long long)G, (long long)C);
+  if (K % G) return diag_error(d, n->loc, "nn.conv2d: groups=%lld does not divide the %lld output channels", (long long)G, (long long)K);
+  if (w->d[1] != C / G)
+    return diag_error(d, n->loc, "nn.conv2d: input has %lld channels (%lld per group), weight expects %lld",
+                      (long long)C, (long long)(C / G), (long long)w->d[1]);
+  if (blk && w->d[0] * blk < K) return diag_error(d, n->loc, "nn.conv2d: packed weight too small");
+  if (a->v[ATTR_CHANNELS].i[0] && a->v[ATTR_CHANNELS].i[0] != K)
+    return diag_error(d, n->loc, "nn.conv2d: channels=%lld but the weight has %lld output channels",
+                      (long long)a->v[ATTR_CHANNELS].i[0], (long long)K);
+  const int64_t *ks = a->v[ATTR_KERNEL_SIZE].i;
+  if ((ks[0] || ks[1]) && (ks[0] != R || ks[1] != S))
+    return diag_error(d, n->loc, "nn.conv2d: kernel_size=[%lld, %lld] but the weight is %lldx%lld",
+                      (long long)ks[0], (long long)ks[1], (long long)R, (long long)S);
+  const int64_t *st = a->v[ATTR_STRIDES].i, *pad = a->v[ATTR_PADDING].i, *dil = a->v[ATTR_DILATION].i;
+  int64_t eh = dil[0] * (R - 1) + 1, ew = dil[1] * (S - 1) + 1;
+  int64_t ph = x->d[2] + pad[0] + pad[2], pw = x->d[3] + pad[1] + pad[3];
+  if (eh > ph || ew > pw)
+    return diag_error(d, n->loc, "nn.conv2d: the %lldx%lld kernel (dilated %lldx%lld) is larger than the padded "
+                      "%lldx%lld input", (long long)R, (long long)S, (long long)eh, (long long)ew, (long long)ph, (long long)pw);
+  o->ndim = 4;
+  o->d[0] = x->d[0];
+  o->d[1] = K;
+  o->d[2] = (ph - eh) / st[0] + 1;
+  o->d[3] = (pw - ew) / st[1] + 1;
+  return TEMPER_OK;
+}
+
+static temper_status infer_pool(diag *d, node *n, shape_t *o) {
+  TRY(want_tensor(d, n, 0, 4));
+  const shape_t *x = &n->args[0]->ty.shape;
+  const attrs_t *a = n->attrs;
+  if (strcmp(a->v[ATTR_LAYOUT].s, "NCHW"))
+    return diag_error(d, n->loc, "%s: layout \"%s\" is not supported (use NCHW)", ir_op_name(n), a->v[ATTR_LAYOUT].s);
+  *o = *x;
+  if (n->op == OP_GLOBAL_AVG_POOL2D) { o->d[2] = o->d[3] = 1; return TEMPER_OK; }
+  const int64_t *k = a->v[ATTR_POOL_SIZE].i, *st = a->v[ATTR_STRIDES].i, *pad = a->v[ATTR_PADDING].i,
+                *dil = a->v[ATTR_DILATION].i;
+  for (int i = 0; i < 2; i++) {
+    int64_t e = dil[i] * (k[i] - 1) + 1, p = x->d[2 + i] + pad[i] + pad[i + 2];
+    if (e > p)
+      return diag_error(d, n->loc, "%s: pool_size %lld is larger than the padded input %lld", ir_op_name(n),
+                        (long long)e, (long long)p);
+    if (pad[i] >= e || pad[i + 2] >= e)
+      return diag_error(d, n->loc, "%s: padding must be smaller than the pooling window", ir_op_name(n));
+    int64_t num = p - e + (a->v[ATTR_CEIL_MODE].i[0] ? st[i] - 1 : 0);
+    o->d[2 + i] = num / st[i] + 1;
+  }
+  return TEMPER_OK;
+}
+
+static temper_status infer_reshape(diag *d, node *n, shape_t *o) {
+  const shape_t *x = &n->args[0]->ty.shape;
+  const attr_val *ns = &n->attrs->v[ATTR_NEWSHAPE];
+  if (ns->n == 0) return diag_error(d, n->loc, "reshape: newshape is required");
+  if (ns->n > TEMPER_MAX_DIMS) return diag_error(d, n->loc, "reshape: too many dimensions");
+  int infer = -1;
+  int64_t known = 1;
+  o->ndim = ns->n;
+  for (int i = 0; i < ns->n; i++) {
+    int64_t v = ns->i[i];
+    if (v == 0) {
+      if (i >= x->ndim) return diag_error(d, n->loc, "reshape: newshape[%d]=0 copies a dimension the input lacks", i);
+      v = x->d[i];
+    } else if (v == -1) {
+      if (infer >= 0) return diag_error(d, n->loc, "reshape: more than one -1 in newshape");
+      infer = i;
+      continue;
+    } else if (v < 0) {
+      return diag_error(d, n->loc, "reshape: newshape value %lld is not supported", (long long)v);
+    }
+    o->d[i] = v;
+    known *= v;
+  }
+  int64_t total = shape_numel(x);
+  if (infer >= 0) {
+    if (known == 0 || total % known) return diag_error(d, n->loc, "reshape: cannot infer -1 for %lld elements", (long long)total);
+    o->d[infer] = total / known;
+  } else if (known != total) {
+    return diag_error(d, n->loc, "reshape: newshape has %lld elements, the input %lld", (long long)known, (long long)total);
+  }
+  return TEMPER_OK;
+}
+
+static temper_status infer_layout_transform(diag *d, node *n, shape_t *o) {
+  const shape_t *x = &n->args[0]->ty.shape;
+  const char *src = n->attrs->v[ATTR_SRC_LAYOUT].s, *dst = n->attrs->v[ATTR_DST_LAYOUT].s;
+  int b = layout_block(dst, 'o');
+  if (!strcmp(src, "OIHW") && b && x->ndim == 4 && !strncmp(dst, "OIHW", 4)) {
+    o->ndim = 5;
+    o->d[0] = (x->d[0] + b - 1) / b;
+    o->d[1] = x->d[1];
+    o->d[2] = x->d[2];
+    o->d[3] = x->d[3];
+    o->d[4] = b;
+    return TEMPER_OK;
+  }
+  return diag_error(d, n->loc, "layout_transform from \"%s\" to \"%s\" is not supported", src, dst);
+}
+
+static temper_status infer_op(diag *d, node *n) {
+  shape_t o = {0};
+  int k = n->n_args;
+  for (int i = 0; i < k; i++)
+    if (n->op != OP_CONCATENATE) {
+      if (n->args[i]->ty.kind == TY_NONE) return diag_error(d, n->loc, "%s: argument %d has no type", ir_op_name(n), i + 1);
+    }
+  const attrs_t *a = n->attrs;
+  switch ((op_id)n->op) {
+  case OP_CONV2D: TRY(infer_conv2d(d, n, &o)); break;
+  case OP_DENSE: {
+    TRY(want_tensor(d, n, 0, 2));
+    TRY(want_tensor(d, n, 1, 2));
+    const shape_t *x = &n->args[0]->ty.shape, *w = &n->args[1]->ty.shape;
+    if (x->d[1] != w->d[1])
+      return diag_error(d, n->loc, "nn.dense: input has %lld features, weight expects %lld", (long long)x->d[1], (long long)w->d[1]);
+    if (a->v[ATTR_UNITS].i[0] && a->v[ATTR_UNITS].i[0] != w->d[0])
+      return diag_error(d, n->loc, "nn.dense: units=%lld but the weight has %lld rows", (long long)a->v[ATTR_UNITS].i[0], (long long)w->d[0]);
+    o.ndim = 2;
+    o.d[0] = x->d[0];
+    o.d[1] = w->d[0];
+    break;
+  }
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D: TRY(infer_pool(d, n, &o)); break;
+  case OP_BIAS_ADD: {
+    TRY(want_tensor(d, n, 0, -1));
+    TRY(want_tensor(d, n, 1, 1));
+    const shape_t *x = &n->args[0]->ty.shape;
+    int ax = norm_axis(a->v[ATTR_AXIS].i[0], x->ndim);
+    if (ax < 0 || ax >= x->ndim) return diag_error(d, n->loc, "nn.bias_add: axis %lld out of range", (long long)a->v[ATTR_AXIS].i[0]);
+    if (n->args[1]->ty.shape.d[0] != x->d[ax])
+      return diag_error(d, n->loc, "nn.bias_add: bias has %lld elements, axis %d has %lld", (long long)n->args[1]->ty.shape.d[0],
+                        ax, (long long)x->d[ax]);
+    o = *x;
+    break;
+  }
+  case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP: case OP_SOFTMAX:
+    TRY(want_tensor(d, n, 0, -1));
+    o = n->args[0]->ty.shape;
+    if (n->op == OP_CLIP && a->v[ATTR_A_MIN].f > a->v[ATTR_A_MAX].f)
+      return diag_error(d, n->loc, "clip: a_min is greater than a_max");
+    if (n->op == OP_SOFTMAX) {
+      int ax = norm_axis(a->v[ATTR_AXIS].i[0], o.ndim);
+      if (ax < 0 || ax >= o.ndim) return diag_error(d, n->loc, "nn.softmax: axis %lld out of range", (long long)a->v[ATTR_AXIS].i[0]);
+    }
+    break;
+  case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE:
+    TRY(want_tensor(d, n, 0, -1));
+    TRY(want_tensor(d, n, 1, -1));
+    TRY(broadcast(d, n, &n->args[0]->ty.shape, &n->args[1]->ty.shape, &o));
+    break;
+  case OP_BATCH_NORM: {
+    TRY(want_tensor(d, n, 0, -1));
+    const shape_t *x = &n->args[0]->ty.shape;
+    int ax = norm_axis(a->v[ATTR_AXIS].i[0], x->ndim);
+    if (ax < 0 || ax >= x->ndim) return diag_error(d, n->loc, "nn.batch_norm: axis out of range");
+    for (int i = 1; i < 5; i++) {
+      TRY(want_tensor(d, n, i, 1));
+      if (n->args[i]->ty.shape.d[0] != x->d[ax])
+        return diag_error(d, n->loc, "nn.batch_norm: argument %d has %lld elements, the input has %lld channels", i + 1,
+                          (long long)n->args[i]->ty.shape.d[0], (long long)x->d[ax]);
+    }
+    n->ty.kind = TY_TUPLE;
+    n->ty.n_fields = 3;
+    return TEMPER_OK;   /* fields set by the caller */
+  }
+  case OP_DROPOUT:
+    TRY(want_tensor(d, n, 0, -1));
+    n->ty.kind = TY_TUPLE;
+    n->ty.n_fields = 2;
+    return TEMPER_OK;
+  case OP_BATCH_FLATTEN: {
+    TRY(want_tensor(d, n, 0, -1));
+    const shape_t *x = &n->args[0]->ty.shape;
+    if (x->ndim < 1) return diag_error(d, n->loc, "nn.batch_flatten: needs at least one dimension");
+    o.ndim = 2;
+    o.d[0] = x->d[0];
+    o.d[1] = shape_numel(x) / (x->d[0] ? x->d[0] : 1);
+    break;
+  }
+  case OP_RESHAPE: TRY(want_tensor(d, n, 0, -1)); TRY(infer_reshape(d, n, &o)); break;
+  case OP_CONCATENATE: {
+    for (int i = 0; i < k; i++) TRY(want_tensor(d, n, i, -1));
+    o = n->args[0]->ty.shape;
+    int ax = norm_axis(a->v[ATTR_AXIS].i[0], o.ndim);
+    if (ax < 0 || ax >= o.ndim) return diag_error(d, n->loc, "concatenate: axis %lld out of range", (long long)a->v[ATTR_AXIS].i[0]);
+    for (int i = 1; i < k; i++) {
+      const shape_t *s = &n->args[i]->ty.shape;
+      if (s->ndim != o.ndim) return diag_error(d, n->loc, "concatenate: field %d has %d dimensions, field 1 has %d", i + 1, s->ndim, o.ndim);
+      for (int j = 0; j < o.ndim; j++)
+        if (j != ax && s->d[j] != o.d[j])
+          return diag_error(d, n->loc, "concatenate: field %d differs in dimension %d (%lld vs %lld)", i + 1, j,
+                            (long long)s->d[j], (long long)o.d[j]);
+      o.d[ax] += s->d[ax];
+    }
+    break;
+  }
+  case OP_LAYOUT_TRANSFORM: TRY(want_tensor(d, n, 0, -1)); TRY(infer_layout_transform(d, n, &o)); break;
+  case OP_COUNT: case OP_FUNCALL: break;
+  }
+  n->ty.kind = TY_TENSOR;
+  n->ty.shape = o;
+  return TEMPER_OK;
+}
+
+static temper_status infer_fn(temper_graph *g, node *fn, diag *d);
+
+static temper_status infer_node(temper_graph *g, node *n, diag *d) {
+  switch (n->kind) {
+  case N_VAR: case N_CONST: return TEMPER_OK;
+  case N_FUNC: return infer_fn(g, n, d);
+  case N_TUPLE:
+    n->ty.kind = TY_TUPLE;
+    n->ty.n_fields = n->n_args;
+    n->ty.fields = arena_alloc(&g->a, sizeof(shape_t) * (size_t)(n->n_args ? n->n_args : 1));
+    if (!n->ty.fields) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+    for (int i = 0; i < n->n_args; i++) {
+      if (n->args[i]->ty.kind != TY_TENSOR) return diag_error(d, n->loc, "tuple fields must be tensors");
+      n->ty.fields[i] = n->args[i]->ty.shape;
+    }
+    return TEMPER_OK;
+  case N_GETITEM: {
+    const type_t *t = &n->args[0]->ty;
+    if (t->kind != TY_TUPLE) return diag_error(d, n->loc, "'.%d' projects a field of a tuple, but the value is a tensor", n->index);
+    if (n->index >= t->n_fields)
+      return diag_error(d, n->loc, "field %d of a %d-tuple does not exist", n->index, t->n_fields);
+    n->ty.kind = TY_TENSOR;
+    n->ty.shape = t->fields[n->index];
+    return TEMPER_OK;
+  }
+  case N_CALL:
+    if (n->op == OP_FUNCALL) {
+      node *fn = n->callee;
+      if (fn->body->ty.kind == TY_NONE) TRY(infer_fn(g, fn, d));
+      for (int i = 0; i < n->n_args; i++) {
+        const type_t *at = &n->args[i]->ty;
+        if (at->kind != TY_TENSOR || !shape_eq(&at->shape, &fn->params[i]->ty.shape)) {
+          char want[128], got[128];
+          print_type(want, sizeof want, &fn->params[i]->ty);
+          print_type(got, sizeof got, at);
+          return diag_error(d, n->loc, "argument %d of the call has type %s, the function expects %s", i + 1, got, want);
+        }
+      }
+      n->ty = fn->body->ty;
+      return TEMPER_OK;
+    }
+    TRY(infer_op(d, n));
+    if (n->ty.kind == TY_TUPLE) {   /* batch_norm: (x, mean, var); dropout: (x, mask) */
+      n->ty.fields = arena_alloc(&g->a, sizeof(shape_t) * 3);
+      if (!n->ty.fields) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+      n->ty.fields[0] = n->args[0]->ty.shape;
+      n->ty.fields[1] = n->op == OP_BATCH_NORM ? n->args[1]->ty.shape : n->args[0]->ty.shape;
+      n->ty.fields[2] = n->args[n->n_args - 1]->ty.shape;
+    }
+    return TEMPER_OK;
+  }
+  return TEMPER_OK;
+}
+
+static temper_status infer_fn(temper_graph *g, node *fn, diag *d) {
+  arena scratch = {0};
+  int n = 0;
+  node **order = ir_topo(&scratch, fn->body, &n);
+  if (!order) { arena_free(&scratch); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
+  temper_status s = TEMPER_OK;
+  for (int i = 0; i < n && s == TEMPER_OK; i++) s = infer_node(g, order[i], d);
+  arena_free(&scratch);
+  TRY(s);
+  if (fn->body->ty.kind == TY_NONE) return diag_error(d, fn->loc, "the function's result has no type");
+  const type_t *dt = &fn->ret_ty_decl, *bt = &fn->body->ty;
+  if (dt->kind != TY_NONE) {
+    int same = dt->kind == bt->kind;
+    if (same && dt->kind == TY_TENSOR) same = shape_eq(&dt->shape, &bt->shape);
+    if (same && dt->kind == TY_TUPLE) {
+      same = dt->n_fields == bt->n_fields;
+      for (int i = 0; same && i < dt->n_fields; i++) same = shape_eq(&dt->fields[i], &bt->fields[i]);
+    }
+    if (!same) {
+      char want[256], got[256];
+      print_type(want, sizeof want, dt);
+      print_type(got, sizeof got, bt);
+      return diag_error(d, fn->loc, "the function is declared to return %s but returns %s", want, got);
+    }
+  }
+  return TEMPER_OK;
+}
+
+/* typeinfer_node: for passes; the nodes a rewrite makes are typed bottom-up */
+temper_status typeinfer_node(temper_graph *g, node *n, diag *d) {
+  arena scratch = {0};
+  int cnt = 0;
+  node **order = ir_topo(&scratch, n, &cnt);
+  if (!order) { arena_free(&scratch); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
+  temper_status s = TEMPER_OK;
+  for (int i = 0; i < cnt && s == TEMPER_OK; i++)
+    if (order[i]->ty.kind == TY_NONE || order[i] == n) s = infer_node(g, order[i], d);
+  arena_free(&scratch);
+  return s;
+}
+
+/* typeinfer: needs a parsed graph; fills ty of every node; changes nothing else */
+temper_status typeinfer(temper_graph *g, diag *d) { return infer_fn(g, g->main, d); }

@@ -1,0 +1,106 @@
+/* pool.c: the thread pool kernels run on. The caller is thread 0; workers
+ * spin briefly on a generation counter (kernels come back to back), then
+ * sleep on a condition variable. Only libc and pthreads. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include "temper/runtime.h"
+
+struct temper_pool {
+  int n;                      /* threads including the caller */
+  pthread_t *threads;
+  pthread_mutex_t mu;
+  pthread_cond_t wake;
+  atomic_uint gen;            /* bumped per job */
+  atomic_int pending;         /* workers still running the current job */
+  atomic_int stop;
+  atomic_int sleepers;        /* workers blocked (or about to block) on wake */
+  temper_task_fn fn;
+  void *ctx;
+  int64_t total;
+};
+
+enum { SPIN = 20000 };
+
+static void run_chunk(temper_pool *p, int i) {
+  int64_t lo = p->total * i / p->n, hi = p->total * (i + 1) / p->n;
+  if (lo < hi) p->fn(p->ctx, lo, hi);
+}
+
+typedef struct worker_arg { temper_pool *p; int index; } worker_arg;
+
+static void *worker(void *arg) {
+  worker_arg *wa = arg;
+  temper_pool *p = wa->p;
+  int index = wa->index;
+  free(wa);
+  unsigned seen = 0;
+  for (;;) {
+    unsigned g;
+    int spins = 0;
+    while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen && !atomic_load(&p->stop)) {
+      if (++spins < SPIN) continue;
+      pthread_mutex_lock(&p->mu);
+      atomic_fetch_add(&p->sleepers, 1);   /* seq_cst: pairs with the caller's gen bump */
+      while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop)) pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) return NULL;
+    seen = g;
+    run_chunk(p, index);
+    atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+  }
+}
+
+temper_pool *temper_pool_create(int n_threads) {
+  temper_pool *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->n = n_threads < 1 ? 1 : n_threads;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  p->threads = calloc((size_t)p->n, sizeof(pthread_t));
+  if (!p->threads) { free(p); return NULL; }
+  for (int i = 1; i < p->n; i++) {
+    worker_arg *wa = malloc(sizeof *wa);
+    if (!wa) { p->n = i; break; }
+    *wa = (worker_arg){p, i};
+    if (pthread_create(&p->threads[i], NULL, worker, wa)) { free(wa); p->n = i; break; }
+  }
+  return p;
+}
+
+void temper_pool_destroy(temper_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->stop, 1);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->wake);
+  free(p->threads);
+  free(p);
+}
+
+int temper_pool_threads(const temper_pool *p) { return p ? p->n : 1; }
+
+void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n) {
+  if (!p || p->n == 1 || n <= 1) {
+    if (n > 0) fn(ctx, 0, n);
+    return;
+  }
+  p->fn = fn;
+  p->ctx = ctx;
+  p->total = n;
+  atomic_store(&p->pending, p->n - 1);
+  atomic_fetch_add(&p->gen, 1);
+  if (atomic_load(&p->sleepers) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  run_chunk(p, 0);
+  while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) sched_yield();
+}

@@ -1,0 +1,221 @@
+/* epilogue.c: dispatch to a template, and the fused ops evaluated at an
+ * output point (in registers, vectorised along one axis when lanes > 1). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "schedules.h"
+
+void sched_strides(const shape_t *s, int64_t *st) {
+  int64_t acc = 1;
+  for (int i = s->ndim - 1; i >= 0; i--) {
+    st[i] = acc;
+    acc *= s->d[i];
+  }
+}
+
+int epi_param_buf(const prim *p, const node *v) {
+  for (int i = 0; i < p->fn->n_params; i++)
+    if (p->fn->params[i] == v) return i;
+  return -1;
+}
+
+/* the coordinates of an input of rank r broadcast into rank `rank` */
+static void bcast_coord(lfunc *f, const shape_t *in, int rank, lexpr *const *coord, lexpr **out) {
+  int off = rank - in->ndim;
+  for (int i = 0; i < in->ndim; i++) out[i] = in->d[i] == 1 ? lx_int(f, 0) : coord[off + i];
+}
+
+/* eval an argument of x whose shape may broadcast into x's */
+static lexpr *eval_arg(epi *e, const node *x, const node *a, lexpr *const *coord) {
+  lfunc *f = e->p->f;
+  lexpr *ac[TEMPER_MAX_DIMS];
+  bcast_coord(f, &a->ty.shape, x->ty.shape.ndim, coord, ac);
+  int lane_axis = e->lane_axis - (x->ty.shape.ndim - a->ty.shape.ndim);
+  if (e->lanes > 1 && (lane_axis < 0 || a->ty.shape.d[lane_axis] == 1)) {
+    epi sub = *e;
+    sub.lanes = 1;
+    sub.limit = NULL;
+    return lx_bcast(f, epi_eval(&sub, a, ac), e->lanes);
+  }
+  epi sub = *e;
+  sub.lane_axis = lane_axis;
+  return epi_eval(&sub, a, ac);
+}
+
+static lexpr *flat_index(lfunc *f, const shape_t *s, lexpr *const *coord) {
+  lexpr *idx = lx_int(f, 0);
+  for (int i = 0; i < s->ndim; i++) idx = lx_add(f, lx_mul(f, idx, lx_int(f, s->d[i])), coord[i]);
+  return idx;
+}
+
+static void unravel(lfunc *f, const shape_t *s, lexpr *flat, lexpr **coord) {
+  for (int i = s->ndim - 1; i >= 0; i--) {
+    coord[i] = i == 0 ? flat : lx_bin(f, LO_MOD, flat, lx_int(f, s->d[i]));
+    flat = lx_bin(f, LO_DIV, flat, lx_int(f, s->d[i]));
+  }
+}
+
+static lexpr *eval_injective(epi *e, const node *x, lexpr *const *coord) {
+  lfunc *f = e->p->f;
+  lexpr *ic[TEMPER_MAX_DIMS];
+  switch (x->op) {
+  case OP_RESHAPE: case OP_BATCH_FLATTEN:
+    unravel(f, &x->args[0]->ty.shape, flat_index(f, &x->ty.shape, coord), ic);
+    return epi_eval(e, x->args[0], ic);
+  case OP_CONCATENATE: {
+    int ax = (int)x->attrs->v[ATTR_AXIS].i[0];
+    if (ax < 0) ax += x->ty.shape.ndim;
+    lexpr *val = NULL;
+    int64_t start = x->ty.shape.d[ax];
+    for (int k = x->n_args - 1; k >= 0; k--) {   /* select chain, loads kept in bounds */
+      const node *a = x->args[k];
+      start -= a->ty.shape.d[ax];
+      for (int i = 0; i < x->ty.shape.ndim; i++) ic[i] = coord[i];
+      lexpr *rel = lx_bin(f, LO_SUB, coord[ax], lx_int(f, start));
+      ic[ax] = lx_bin(f, LO_MIN, lx_bin(f, LO_MAX, rel, lx_int(f, 0)), lx_int(f, a->ty.shape.d[ax] - 1));
+      lexpr *v = epi_eval(e, a, ic);
+      val = val ? lx_select(f, lx_bin(f, LO_LT, coord[ax], lx_int(f, start + a->ty.shape.d[ax])), v, val) : v;
+    }
+    return val;
+  }
+  case OP_LAYOUT_TRANSFORM: {   /* OIHW → OIHW<b>o: out (ob, i, h, w, l) reads o = ob*b + l */
+    int64_t b = x->ty.shape.d[4], O = x->args[0]->ty.shape.d[0];
+    lexpr *o = lx_add(f, lx_mul(f, coord[0], lx_int(f, b)), coord[4]);
+    ic[0] = lx_bin(f, LO_MIN, o, lx_int(f, O - 1));
+    ic[1] = coord[1];
+    ic[2] = coord[2];
+    ic[3] = coord[3];
+    return lx_select(f, lx_bin(f, LO_LT, o, lx_int(f, O)), epi_eval(e, x->args[0], ic), lx_flt(f, 0, 1));
+  }
+  }
+  diag_fail(e->d, TEMPER_EINTERNAL, "epilogue: %s cannot be evaluated pointwise", ir_op_name(x));
+  return lx_flt(f, 0, e->lanes);
+}
+
+lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord) {
+  lfunc *f = e->p->f;
+  if (x == e->p->master) return e->master_val;
+  if (x->kind == N_CONST && x->ty.shape.ndim == 0) return lx_flt(f, x->data[0], 1);
+  if (x->kind == N_VAR) {
+    int b = epi_param_buf(e->p, x);
+    if (b < 0) {
+      diag_fail(e->d, TEMPER_EINTERNAL, "epilogue: %%%s is not a parameter of the function", x->name);
+      return lx_flt(f, 0, e->lanes);
+    }
+    int64_t st[TEMPER_MAX_DIMS];
+    sched_strides(&x->ty.shape, st);
+    lexpr *idx = lx_int(f, 0);
+    for (int i = 0; i < x->ty.shape.ndim; i++)
+      if (x->ty.shape.d[i] != 1) idx = lx_add(f, idx, lx_mul(f, coord[i], lx_int(f, st[i])));
+    if (e->lanes == 1) return lx_load(f, b, idx, 1, 1, NULL);
+    int64_t lane_stride = x->ty.shape.d[e->lane_axis] == 1 ? 0 : st[e->lane_axis];
+    return lx_load(f, b, idx, e->lanes, lane_stride, lane_stride ? e->limit : NULL);
+  }
+  if (x->kind != N_CALL || x->op < 0) {
+    diag_fail(e->d, TEMPER_EUNSUPPORTED, "epilogue: cannot evaluate a %s here", ir_op_name(x));
+    return lx_flt(f, 0, e->lanes);
+  }
+  if (ops_table[x->op].pat == PAT_INJECTIVE) {
+    if (e->lanes > 1) {
+      diag_fail(e->d, TEMPER_EINTERNAL, "epilogue: injective %s in a vector epilogue", ir_op_name(x));
+      return lx_flt(f, 0, e->lanes);
+    }
+    return eval_injective(e, x, coord);
+  }
+  lexpr *a = eval_arg(e, x, x->args[0], coord);
+  switch (x->op) {
+  case OP_RELU: return lx_bin(f, LO_FMAX, a, lx_flt(f, 0, 1));
+  case OP_CLIP:
+    return lx_bin(f, LO_FMIN, lx_bin(f, LO_FMAX, a, lx_flt(f, x->attrs->v[ATTR_A_MIN].f, 1)),
+                  lx_flt(f, x->attrs->v[ATTR_A_MAX].f, 1));
+  case OP_SIGMOID:
+    return lx_bin(f, LO_FDIV, lx_flt(f, 1, 1), lx_bin(f, LO_FADD, lx_flt(f, 1, 1), lx_un(f, LO_EXP, lx_un(f, LO_NEG, a))));
+  case OP_SQRT: return lx_un(f, LO_SQRT, a);
+  case OP_BIAS_ADD: {   /* the bias is 1-d along axis: view it as broadcast to x's rank */
+    int ax = (int)x->attrs->v[ATTR_AXIS].i[0];
+    if (ax < 0) ax += x->ty.shape.ndim;
+    const node *bn = x->args[1];
+    lexpr *bc[1] = {coord[ax]};
+    epi sub = *e;
+    lexpr *bv;
+    if (e->lanes > 1 && e->lane_axis == ax) {
+      sub.lane_axis = 0;
+      bv = epi_eval(&sub, bn, bc);
+    } else {
+      sub.lanes = 1;
+      sub.limit = NULL;
+      bv = lx_bcast(f, epi_eval(&sub, bn, bc), e->lanes);
+    }
+    return lx_bin(f, LO_FADD, a, bv);
+  }
+  case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE: {
+    static const lx_op fop[] = {[OP_ADD] = LO_FADD, [OP_SUBTRACT] = LO_FSUB, [OP_MULTIPLY] = LO_FMUL, [OP_DIVIDE] = LO_FDIV};
+    lexpr *b = eval_arg(e, x, x->args[1], coord);
+    return lx_bin(f, fop[x->op], a, b);
+  }
+  }
+  diag_fail(e->d, TEMPER_EINTERNAL, "epilogue: %s is not elementwise", ir_op_name(x));
+  return lx_flt(f, 0, e->lanes);
+}
+
+temper_status sched_prepare(const node *fn, prim *p, diag *d) {
+  memset(p, 0, sizeof *p);
+  p->fn = fn;
+  arena scratch = {0};
+  int n = 0;
+  node **order = ir_topo(&scratch, fn->body, &n);
+  if (!order) { arena_free(&scratch); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
+  const node *first = NULL;
+  temper_status s = TEMPER_OK;
+  for (int i = 0; i < n && s == TEMPER_OK; i++) {
+    const node *x = order[i];
+    if (x->kind == N_CALL && x->op == OP_FUNCALL)
+      s = diag_error(d, x->loc, "a primitive function cannot call another function");
+    if (x->kind == N_TUPLE || x->kind == N_GETITEM)
+      s = diag_fail(d, TEMPER_EUNSUPPORTED, "%d:%d: tuples inside a primitive function are not supported", x->loc.line, x->loc.col);
+    if (x->kind != N_CALL || x->op < 0) continue;
+    int pat = ops_table[x->op].pat;
+    if (pat < PAT_COMM_REDUCE) continue;
+    if (first) {
+      s = diag_error(d, x->loc, "two complicated ops in one primitive function: %s at %d:%d and %s at %d:%d; "
+                     "a primitive function holds one (run fuse on the unfused program instead)",
+                     ir_op_name(first), first->loc.line, first->loc.col, ir_op_name(x), x->loc.line, x->loc.col);
+      break;
+    }
+    first = x;
+  }
+  arena_free(&scratch);
+  p->master = first;
+  if (s == TEMPER_OK && first && (first->op == OP_BATCH_NORM || first->op == OP_DROPOUT))
+    s = diag_error(d, first->loc, "%s must be simplified away before lowering (only its field 0 can be used)",
+                   ir_op_name(first));
+  if (s == TEMPER_OK && fn->body->ty.kind != TY_TENSOR)
+    s = diag_fail(d, TEMPER_EUNSUPPORTED, "a primitive function must return one tensor");
+  return s;
+}
+
+temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out, diag *d) {
+  *out = NULL;
+  prim p;
+  temper_status s = sched_prepare(fn, &p, d);
+  if (s) return s;
+  p.f = lf_new(name, vec);
+  if (!p.f) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  char bname[32];
+  for (int i = 0; i < fn->n_params; i++) {
+    snprintf(bname, sizeof bname, "%s", fn->params[i]->name);
+    lf_buf(p.f, bname, shape_numel(&fn->params[i]->ty.shape));
+  }
+  p.out_buf = lf_buf(p.f, "out", shape_numel(&fn->body->ty.shape));
+  const node *m = p.master;
+  if (m && m->op == OP_CONV2D && m->attrs->v[ATTR_GROUPS].i[0] == 1 && layout_block(m->attrs->v[ATTR_KERNEL_LAYOUT].s, 'o') == vec)
+    s = sched_conv2d_direct(&p, vec, d);
+  else if (m && m->op == OP_DENSE) s = sched_dense(&p, vec, d);
+  else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);
+  else s = sched_generic(&p, d);
+  if (s == TEMPER_OK && p.f->a.failed) s = diag_fail(d, TEMPER_ENOMEM, "out of memory building loops");
+  if (s == TEMPER_OK && d->status) s = d->status;
+  if (s) { lf_free(p.f); return s; }
+  *out = p.f;
+  return TEMPER_OK;
+}

@@ -1,0 +1,47 @@
+/* schedules.h: schedule templates. Each turns one primitive function into a
+ * loop-IR kernel; the master op (conv2d, dense, pool, softmax) picks the
+ * template and the ops after it become the epilogue, applied to the master's
+ * value in registers before the store.
+ *
+ * Buffers of every kernel: the function's parameters in order, then the
+ * output. */
+#ifndef TEMPER_SCHEDULES_H
+#define TEMPER_SCHEDULES_H
+#include "compiler_int.h"
+#include "loopir.h"
+
+/* A primitive function being lowered. */
+typedef struct prim {
+  const node *fn;       /* the N_FUNC, Primitive=1 */
+  const node *master;   /* its one complex or opaque op, or NULL */
+  lfunc *f;
+  int out_buf;          /* buffer id of the output */
+} prim;
+
+/* Finds the master op; refuses two complex ops naming both. */
+temper_status sched_prepare(const node *fn, prim *p, diag *d);
+/* Lowers with the default schedule for the target's vector width. */
+temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out, diag *d);
+
+/* ---- epilogue.c: an op of the function evaluated at one output point ---- */
+typedef struct epi {
+  prim *p;
+  lexpr *master_val;    /* the master op's value at the point */
+  int lane_axis;        /* axis the lanes run along (when lanes > 1) */
+  int lanes;
+  lexpr *limit;         /* lanes >= limit are outside the tensor (or NULL) */
+  diag *d;
+} epi;
+/* x's value at coord (rank of x's shape). */
+lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord);
+/* buffer id of function parameter v */
+int epi_param_buf(const prim *p, const node *v);
+/* Row-major strides of a shape. */
+void sched_strides(const shape_t *s, int64_t *st);
+
+/* ---- templates ---- */
+temper_status sched_conv2d_direct(prim *p, int vec, diag *d);
+temper_status sched_dense(prim *p, int vec, diag *d);
+temper_status sched_softmax(prim *p, diag *d);
+temper_status sched_generic(prim *p, diag *d);   /* elementwise, injective, pools, any conv2d */
+#endif
