@@ -113,7 +113,8 @@ int cli_model_data(temper_graph *g, model_data *md) {
     int64_t n = shape_numel(&p->ty.shape);
     md->values[i] = malloc(sizeof(float) * (size_t)(n ? n : 1));
     if (!md->values[i]) { fprintf(stderr, "temper: out of memory\n"); return 1; }
-    data_random_param(md->values[i], &p->ty.shape, md->seed ^ data_hash_name(p->name), md->is_input[i]);
+    data_random_param(md->values[i], &p->ty.shape, md->seed ^ data_hash_name(p->name), md->is_input[i],
+                      data_name_positive(p->name));
   }
   return 0;
 }

@@ -11,6 +11,8 @@ struct arena_chunk {
 
 enum { CHUNK_SIZE = 64 * 1024 };
 
+size_t arena_test_limit;
+
 void *arena_alloc(arena *a, size_t n) {
   if (a->failed) return NULL;
   n = (n + 15) & ~(size_t)15;

@@ -41,6 +41,7 @@ typedef struct arena {
   size_t used;
 } arena;
 void *arena_alloc(arena *a, size_t n);        /* zeroed, 16-aligned; NULL on OOM */
+extern size_t arena_test_limit;               /* test hook: limit for arenas made by ir_graph_new */
 char *arena_strdup(arena *a, const char *s);
 char *arena_strndup(arena *a, const char *s, size_t n);
 void arena_free(arena *a);
@@ -252,8 +253,11 @@ typedef struct pcg32 { uint64_t state, inc; } pcg32;
 void pcg32_seed(pcg32 *r, uint64_t seed, uint64_t seq);
 uint32_t pcg32_next(pcg32 *r);
 float pcg32_float(pcg32 *r);   /* uniform in [0, 1) */
-/* Seeded data for a parameter: weights scaled by fan-in, 1-d vectors positive. */
-void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input);
+/* Seeded data for a parameter: weights scaled by fan-in; 1-d vectors in
+ * [0.5, 1.5) if positive (scales, variances), else small around 0. */
+void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input, int positive);
+/* Whether a 1-d parameter's name says it must be positive (gamma, var, scale). */
+int data_name_positive(const char *name);
 uint64_t data_hash_name(const char *s);
 double data_checksum(const float *x, int64_t n);
 temper_status npy_read(const char *path, shape_t *shape, float **data, char *err, size_t n);

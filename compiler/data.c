@@ -1,5 +1,6 @@
 /* data.c: PCG32 (O'Neill's pcg32_random_r) and seeded tensor data. */
 #include <math.h>
+#include <string.h>
 #include "compiler_int.h"
 
 void pcg32_seed(pcg32 *r, uint64_t seed, uint64_t seq) {
@@ -26,10 +27,11 @@ uint64_t data_hash_name(const char *s) {
   return h;
 }
 
-/* Inputs: uniform [-1, 1). Weights (rank >= 2): uniform ±sqrt(6 / fan_in), so
- * activations keep their scale through deep networks. Vectors (biases,
- * batch-norm statistics): uniform [0.5, 1.5), positive so variances are valid. */
-void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input) {
+/* Inputs: uniform [-1, 1). Weights (rank >= 2): uniform ±sqrt(3 / fan_in), so
+ * activations keep their scale through deep networks. Vectors: scales and
+ * variances (rank 1, `positive`) uniform [0.5, 1.5); biases, shifts and means
+ * uniform [-0.1, 0.1), so deep models give logits of a sane size. */
+void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input, int positive) {
   pcg32 r;
   pcg32_seed(&r, seed, 54);
   int64_t n = shape_numel(s);
@@ -37,10 +39,12 @@ void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input
     for (int64_t i = 0; i < n; i++) dst[i] = pcg32_float(&r) * 2.0f - 1.0f;
   } else if (s->ndim >= 2) {
     int64_t fan_in = n / s->d[0];
-    float a = sqrtf(6.0f / (float)(fan_in ? fan_in : 1));
+    float a = sqrtf(3.0f / (float)(fan_in ? fan_in : 1));
     for (int64_t i = 0; i < n; i++) dst[i] = (pcg32_float(&r) * 2.0f - 1.0f) * a;
-  } else {
+  } else if (positive) {
     for (int64_t i = 0; i < n; i++) dst[i] = 0.5f + pcg32_float(&r);
+  } else {
+    for (int64_t i = 0; i < n; i++) dst[i] = (pcg32_float(&r) * 2.0f - 1.0f) * 0.1f;
   }
 }
 
@@ -48,4 +52,8 @@ double data_checksum(const float *x, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; i++) s += (double)x[i] * (double)((i % 7) + 1);
   return s;
+}
+
+int data_name_positive(const char *name) {
+  return strstr(name, "var") || strstr(name, "gamma") || strstr(name, "scale") || strstr(name, "std");
 }

@@ -19,6 +19,7 @@ int shape_eq(const shape_t *a, const shape_t *b) {
 temper_graph *ir_graph_new(const char *path) {
   temper_graph *g = calloc(1, sizeof *g);
   if (!g) return NULL;
+  g->a.limit = arena_test_limit;
   g->path = strdup(path ? path : "<input>");
   if (!g->path) { free(g); return NULL; }
   return g;

@@ -239,13 +239,15 @@ static temper_status parse_type(parser *ps, type_t *ty) {
 }
 
 /* ---- attributes ---- */
-static temper_status parse_int_list(parser *ps, attr_val *v) {
+static temper_status parse_int_list(parser *ps, attr_val *v, const char *name) {
   v->n = 0;
   if (ps->t.k == T_INT) {
     v->i[v->n++] = ps->t.ival;
     return next(ps);
   }
-  TRY(expect(ps, "[", "to open a list"));
+  if (!is_punct(ps, "["))
+    return diag_error(ps->d, ps->t.loc, "attribute '%s' expects an integer or a list [a, b, ...]", name);
+  TRY(next(ps));
   while (!is_punct(ps, "]")) {
     if (ps->t.k != T_INT) return diag_error(ps->d, ps->t.loc, "expected an integer in the list");
     if (v->n == 8) return diag_error(ps->d, ps->t.loc, "list too long");
@@ -291,7 +293,7 @@ static temper_status parse_attr(parser *ps, int op, attrs_t *a, uint64_t *given)
     memcpy(v->s, ps->t.s, (size_t)ps->t.len);
     return next(ps);
   case AK_INT2: {
-    TRY(parse_int_list(ps, v));
+    TRY(parse_int_list(ps, v, attr_names[id]));
     if (v->n == 1) v->i[1] = v->i[0], v->n = 2;
     if (v->n != 2) return diag_error(ps->d, vl, "attribute '%s' expects 1 or 2 values", attr_names[id]);
     for (int i = 0; i < 2; i++)
@@ -300,7 +302,7 @@ static temper_status parse_attr(parser *ps, int op, attrs_t *a, uint64_t *given)
     return TEMPER_OK;
   }
   case AK_PAD: {   /* Relay: 1 value (all), 2 (top/bottom, left/right), 4 (t, l, b, r) */
-    TRY(parse_int_list(ps, v));
+    TRY(parse_int_list(ps, v, attr_names[id]));
     if (v->n == 1) v->i[1] = v->i[2] = v->i[3] = v->i[0];
     else if (v->n == 2) v->i[2] = v->i[0], v->i[3] = v->i[1];
     else if (v->n != 4) return diag_error(ps->d, vl, "padding expects 1, 2 or 4 values, got %d", v->n);
@@ -310,7 +312,7 @@ static temper_status parse_attr(parser *ps, int op, attrs_t *a, uint64_t *given)
     return TEMPER_OK;
   }
   case AK_INTS:
-    return parse_int_list(ps, v);
+    return parse_int_list(ps, v, attr_names[id]);
   }
   return TEMPER_OK;
 }
