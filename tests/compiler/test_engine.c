@@ -1,0 +1,273 @@
+/* test_engine.c: the compile engine and codegen end to end. The seed case
+ * through lower and the executor; the two-complex-ops error; the kernel
+ * cache; every op against the reference interpreter on odd shapes. */
+#include <math.h>
+#include "engine.h"
+#include "helpers.h"
+#include "schedules.h"
+
+static temper_engine *engine;
+
+static int setup(void **state) {
+  (void)state;
+  diag d = {0};
+  return engine_create(&engine, &d) == TEMPER_OK ? 0 : -1;
+}
+static int teardown(void **state) {
+  (void)state;
+  engine_destroy(engine);
+  return 0;
+}
+
+/* Compiles `text` (all parameters but the first bound as weights), runs it
+ * with `threads`, and compares every output with the reference interpreter. */
+static void check_against_reference(const char *text, int threads) {
+  temper_graph *g = parse_ok(text);
+  int np = g->main->n_params;
+  float **vals = calloc((size_t)np, sizeof(float *));
+  for (int i = 0; i < np; i++) {
+    node *p = g->main->params[i];
+    vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&p->ty.shape) + 4);
+    data_random_param(vals[i], &p->ty.shape, 1234 + (uint64_t)i, i == 0, data_name_positive(p->name));
+  }
+  diag d = {0};
+  float **ref = NULL;
+  int n_ref = 0;
+  assert_int_equal(ref_eval_func(g->main, (const float *const *)vals, &ref, &n_ref, &d), TEMPER_OK);
+  float *input = vals[0];
+  vals[0] = NULL;
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  temper_status s = pipeline_optimize(g, engine->target.vec, &d);
+  exec *x = NULL;
+  if (!s) s = exec_create(engine, g, threads, &x, &d);
+  if (s) fprintf(stderr, "%s\nfailed: %s\n", text, d.msg);
+  assert_int_equal(s, TEMPER_OK);
+  assert_int_equal(x->n_inputs, 1);
+  exec_set_input(x, 0, input);
+  exec_run(x);
+  assert_int_equal(x->n_outputs, n_ref);
+  for (int o = 0; o < n_ref; o++) {
+    int64_t n = shape_numel(&x->output_shapes[o]);
+    const float *got = exec_output(x, o);
+    double err = 0, scale = 1e-6;
+    for (int64_t i = 0; i < n; i++) {
+      double e = fabs((double)got[i] - ref[o][i]);
+      if (!(e <= err)) err = e;
+      if (fabs(ref[o][i]) > scale) scale = fabs(ref[o][i]);
+    }
+    if (!(err / scale < 1e-4)) fprintf(stderr, "%s\noutput %d: relative error %g (max abs %g)\n", text, o, err / scale, err);
+    assert_true(err / scale < 1e-4);
+    free(ref[o]);
+  }
+  free(ref);
+  exec_destroy(x);
+  free(input);
+  for (int i = 1; i < np; i++) free(vals[i]);
+  free(vals);
+  temper_graph_destroy(g);
+}
+
+static void test_seed_lower_and_run(void **state) {
+  (void)state;
+  char *t = read_text("examples/seed.relay");
+  temper_graph *g = parse_ok(t);
+  diag d = {0};
+  float w[2 * 10 * 9], w1[2 * 2 * 9];
+  for (int i = 0; i < 180; i++) w[i] = (float)(i % 7) - 3;
+  for (int i = 0; i < 36; i++) w1[i] = (float)(i % 5) - 2;
+  float *vals[3] = {NULL, w, w1};
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  assert_int_equal(pipeline_optimize(g, engine->target.vec, &d), TEMPER_OK);
+  /* lower on the non-primitive main: one kernel per primitive function */
+  kernel **ks = NULL;
+  int n = 0;
+  assert_int_equal(engine_lower(engine, g->main, &ks, &n, &d), TEMPER_OK);
+  assert_int_equal(n, 2);
+  assert_ptr_not_equal(ks[0], ks[1]);
+  assert_non_null(strstr(ks[0]->name, "fused_nn_conv2d"));
+  /* lower on one primitive function: that one kernel, from the cache */
+  node *first = g->main->body->args[0]->callee;
+  assert_true(first->primitive);
+  kernel **one = NULL;
+  int n1 = 0;
+  int hits = engine->n_hits;
+  assert_int_equal(engine_lower(engine, first, &one, &n1, &d), TEMPER_OK);
+  assert_int_equal(n1, 1);
+  assert_ptr_equal(one[0], ks[0]);
+  assert_int_equal(engine->n_hits, hits + 1);
+  /* the executor (what build runs) uses the same kernels */
+  exec *x = NULL;
+  assert_int_equal(exec_create(engine, g, 1, &x, &d), TEMPER_OK);
+  assert_int_equal(x->n_steps, 2);
+  assert_ptr_equal(x->steps[0].k, ks[0]);
+  assert_ptr_equal(x->steps[1].k, ks[1]);
+  exec_destroy(x);
+  free(ks);
+  free(one);
+  temper_graph_destroy(g);
+  check_against_reference(t, 1);
+  check_against_reference(t, 2);
+  free(t);
+}
+
+static void test_two_complex_ops_refused(void **state) {
+  (void)state;
+  temper_graph *g = parse_ok(
+      "def @main(%x: Tensor[(1, 4, 8, 8), float32], %w: Tensor[(4, 4, 3, 3), float32]) {\n"
+      "  %0 = fn (%p0: Tensor[(1, 4, 8, 8), float32], %p1: Tensor[(4, 4, 3, 3), float32], Primitive=1) {\n"
+      "    %1 = nn.conv2d(%p0, %p1, padding=[1, 1]);\n"
+      "    nn.conv2d(%1, %p1, padding=[1, 1])\n"
+      "  };\n"
+      "  %0(%x, %w)\n}\n");
+  diag d = {0};
+  kernel **ks = NULL;
+  int n = 0;
+  temper_status s = engine_lower(engine, g->main, &ks, &n, &d);
+  assert_int_equal(s, TEMPER_EINVAL);
+  assert_null(ks);
+  assert_non_null(strstr(d.msg, "two complicated ops in one primitive function: nn.conv2d at 3:10 and nn.conv2d at 4:5"));
+  temper_graph_destroy(g);
+}
+
+static void test_unfused_op_in_main_refused(void **state) {
+  (void)state;
+  temper_graph *g = parse_ok("def @main(%x: Tensor[(4), float32]) { nn.relu(%x) }");
+  diag d = {0};
+  kernel **ks = NULL;
+  int n = 0;
+  assert_int_equal(engine_lower(engine, g->main, &ks, &n, &d), TEMPER_EINVAL);
+  assert_non_null(strstr(d.msg, "run fuse first"));
+  temper_graph_destroy(g);
+}
+
+/* ResNet-18's repeated blocks compile once */
+static void test_cache_shares_identical_functions(void **state) {
+  (void)state;
+  char *t = read_text("examples/resnet18.relay");
+  temper_graph *g = parse_ok(t);
+  free(t);
+  int np = g->main->n_params;
+  float **vals = calloc((size_t)np, sizeof(float *));
+  for (int i = 1; i < np; i++) {
+    node *p = g->main->params[i];
+    vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&p->ty.shape));
+    data_random_param(vals[i], &p->ty.shape, (uint64_t)i, 0, data_name_positive(p->name));
+  }
+  diag d = {0};
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  assert_int_equal(pipeline_optimize(g, engine->target.vec, &d), TEMPER_OK);
+  kernel **ks = NULL;
+  int n = 0, before = engine->n_compiled;
+  assert_int_equal(engine_lower(engine, g->main, &ks, &n, &d), TEMPER_OK);
+  int compiled = engine->n_compiled - before;
+  assert_true(n > compiled);   /* 25 calls, fewer distinct kernels */
+  /* a second lowering compiles nothing */
+  kernel **ks2 = NULL;
+  int n2 = 0;
+  before = engine->n_compiled;
+  assert_int_equal(engine_lower(engine, g->main, &ks2, &n2, &d), TEMPER_OK);
+  assert_int_equal(engine->n_compiled, before);
+  assert_int_equal(n2, n);
+  for (int i = 0; i < n; i++) assert_ptr_equal(ks[i], ks2[i]);
+  free(ks);
+  free(ks2);
+  for (int i = 1; i < np; i++) free(vals[i]);
+  free(vals);
+  temper_graph_destroy(g);
+}
+
+#define CONV(xs, ws, attrs) \
+  "def @main(%x: Tensor[" xs ", float32], %w: Tensor[" ws ", float32]) { nn.conv2d(%x, %w" attrs ") }"
+
+static const char *const op_cases[] = {
+    /* conv2d: odd widths and channels, strides, dilation, asymmetric padding, groups */
+    CONV("(1, 3, 7, 7)", "(10, 3, 3, 3)", ""),
+    CONV("(1, 10, 13, 13)", "(3, 10, 3, 3)", ", padding=[1, 1]"),
+    CONV("(1, 3, 13, 7)", "(16, 3, 3, 3)", ", strides=[2, 2], padding=[1, 1]"),
+    CONV("(1, 10, 13, 13)", "(32, 10, 3, 3)", ", dilation=[2, 2], padding=[2, 2]"),
+    CONV("(1, 4, 9, 11)", "(48, 4, 3, 5)", ", padding=[0, 1, 2, 3]"),
+    CONV("(2, 5, 13, 13)", "(20, 5, 1, 1)", ", strides=[2, 2]"),
+    CONV("(1, 3, 29, 29)", "(64, 3, 7, 7)", ", strides=[2, 2], padding=[3, 3]"),
+    CONV("(1, 4, 7, 13)", "(6, 2, 3, 3)", ", groups=2, padding=[1, 1]"),
+    CONV("(1, 10, 13, 7)", "(10, 1, 3, 3)", ", groups=10, padding=[1, 1], strides=[2, 1]"),
+    CONV("(1, 16, 14, 14)", "(32, 16, 3, 3)", ", padding=[1, 1]"),
+    /* epilogues */
+    "def @main(%x: Tensor[(1, 10, 7, 13), float32], %w: Tensor[(20, 10, 3, 3), float32], %b: Tensor[(20), float32]) {\n"
+    "  %0 = nn.conv2d(%x, %w, padding=[1, 1]);\n  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)\n}",
+    "def @main(%x: Tensor[(1, 10, 7, 13), float32], %w: Tensor[(10, 10, 3, 3), float32], %s: Tensor[(10, 7, 13), float32]) {\n"
+    "  %0 = nn.conv2d(%x, %w, padding=[1, 1]);\n  %1 = add(%0, %x);\n  %2 = multiply(%1, %s);\n  clip(%2, a_min=-0.5f, a_max=0.5f)\n}",
+    "def @main(%x: Tensor[(1, 3, 7, 7), float32], %w: Tensor[(5, 3, 3, 3), float32]) {\n"
+    "  %0 = nn.conv2d(%x, %w);\n  %1 = sigmoid(%0);\n  %2 = subtract(%0, 1f);\n  divide(%1, %2)\n}",
+    /* batch_norm on a conv (folded) and on its own (multiply + add kernel) */
+    "def @main(%x: Tensor[(1, 3, 7, 7), float32], %w: Tensor[(10, 3, 3, 3), float32], %gamma: Tensor[(10), float32],\n"
+    "          %beta: Tensor[(10), float32], %mean: Tensor[(10), float32], %var: Tensor[(10), float32]) {\n"
+    "  %0 = nn.conv2d(%x, %w);\n  %1 = nn.batch_norm(%0, %gamma, %beta, %mean, %var);\n  %2 = %1.0;\n  nn.relu(%2)\n}",
+    "def @main(%x: Tensor[(2, 3, 5, 5), float32], %gamma: Tensor[(3), float32], %beta: Tensor[(3), float32],\n"
+    "          %mean: Tensor[(3), float32], %var: Tensor[(3), float32]) {\n"
+    "  %0 = nn.batch_norm(%x, %gamma, %beta, %mean, %var, epsilon=0.01f);\n  %0.0\n}",
+    /* dense */
+    "def @main(%x: Tensor[(2, 37), float32], %w: Tensor[(10, 37), float32], %b: Tensor[(10), float32]) {\n"
+    "  %0 = nn.dense(%x, %w);\n  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)\n}",
+    "def @main(%x: Tensor[(1, 64), float32], %w: Tensor[(3, 64), float32]) { nn.dense(%x, %w, units=3) }",
+    /* pooling */
+    "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]) }",
+    "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]) }",
+    "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], ceil_mode=True, count_include_pad=True) }",
+    "def @main(%x: Tensor[(2, 10, 7, 13), float32]) {\n  %0 = nn.global_avg_pool2d(%x);\n  nn.relu(%0)\n}",
+    /* elementwise, broadcasting, injective */
+    "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(3, 1), float32]) {\n"
+    "  %0 = add(%x, %y);\n  %1 = subtract(%0, %y);\n  %2 = multiply(%1, 2f);\n  %3 = divide(%2, %y);\n  sigmoid(%3)\n}",
+    "def @main(%x: Tensor[(2, 3, 4, 5), float32]) {\n  %0 = nn.relu(%x);\n  %1 = nn.batch_flatten(%0);\n  reshape(%1, newshape=[0, 5, -1])\n}",
+    "def @main(%x: Tensor[(1, 3, 4, 5), float32], %y: Tensor[(1, 2, 4, 5), float32]) {\n"
+    "  %0 = nn.relu(%x);\n  concatenate((%0, %y, %x), axis=1)\n}",
+    "def @main(%x: Tensor[(3, 17), float32]) { nn.softmax(%x) }",
+    "def @main(%x: Tensor[(2, 5, 3, 3), float32]) { nn.softmax(%x, axis=1) }",
+    /* several outputs */
+    "def @main(%x: Tensor[(2, 5), float32]) {\n  %0 = nn.relu(%x);\n  %1 = sigmoid(%x);\n  (%0, %1)\n}",
+};
+
+static void test_every_op_against_reference(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof op_cases / sizeof *op_cases; i++) {
+    check_against_reference(op_cases[i], 1);
+    check_against_reference(op_cases[i], 2);
+  }
+}
+
+static void test_resnet_block_against_reference(void **state) {
+  (void)state;
+  char *t = read_text("examples/resnet_block.relay");
+  check_against_reference(t, 2);
+  free(t);
+}
+
+/* the loop IR prints and names its loops */
+static void test_loops_print(void **state) {
+  (void)state;
+  temper_graph *g = parse_ok(op_cases[10]);
+  diag d = {0};
+  assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+  node *fn = g->main->body->callee;
+  lfunc *f = NULL;
+  assert_int_equal(sched_lower(fn, 16, "k", &f, &d), TEMPER_OK);
+  char *text = lf_print(f);
+  assert_non_null(strstr(text, "parallel for n_ko_oh"));
+  assert_non_null(strstr(text, "fma("));
+  assert_non_null(strstr(text, "fmax("));   /* the relu, in the epilogue */
+  free(text);
+  lf_free(f);
+  temper_graph_destroy(g);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_seed_lower_and_run),
+      cmocka_unit_test(test_two_complex_ops_refused),
+      cmocka_unit_test(test_unfused_op_in_main_refused),
+      cmocka_unit_test(test_cache_shares_identical_functions),
+      cmocka_unit_test(test_every_op_against_reference),
+      cmocka_unit_test(test_resnet_block_against_reference),
+      cmocka_unit_test(test_loops_print),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
