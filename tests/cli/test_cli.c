@@ -1,0 +1,157 @@
+/* test_cli.c: the temper command as a user meets it: examples run and pass
+ * --check, bad models exit 1 with a located message (never a crash), the
+ * fused seed shows two primitive functions, outputs are saved as .npy. */
+#include <sys/wait.h>
+#include <unistd.h>
+#include "helpers.h"
+
+typedef struct result { int code; char *out; } result;
+
+/* runs a shell command; code = exit status (128+signal if killed) */
+static result sh(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char full[8400];
+  snprintf(full, sizeof full, "cd %s && %s 2>&1", TEMPER_SOURCE_DIR, cmd);
+  FILE *p = popen(full, "r");
+  result r = {0, calloc(1, 1 << 20)};
+  size_t n = fread(r.out, 1, (1 << 20) - 1, p);
+  r.out[n] = 0;
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+static void test_examples_pass_check(void **state) {
+  (void)state;
+  const char *ex[] = {"examples/seed.relay", "examples/resnet_block.relay", "examples/resnet18.relay"};
+  for (int i = 0; i < 3; i++) {
+    result r = sh("%s run %s --check --repeat 2 --threads 2", TEMPER_BINARY, ex[i]);
+    if (r.code) fprintf(stderr, "%s\n", r.out);
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, "check output 0: max abs error"));
+    assert_non_null(strstr(r.out, "(ok)"));
+    assert_non_null(strstr(r.out, "latency: median"));
+    free(r.out);
+  }
+}
+
+static void test_lower_seed_shows_two_primitive_functions(void **state) {
+  (void)state;
+  result r = sh("%s lower examples/seed.relay --fused", TEMPER_BINARY);
+  assert_int_equal(r.code, 0);
+  int n = 0;
+  for (char *p = r.out; (p = strstr(p, "Primitive=1")); p++) n++;
+  assert_int_equal(n, 2);
+  free(r.out);
+  r = sh("%s lower examples/seed.relay --loops", TEMPER_BINARY);
+  assert_int_equal(r.code, 0);
+  assert_non_null(strstr(r.out, "parallel for"));
+  free(r.out);
+}
+
+static void test_bad_models_exit_1(void **state) {
+  (void)state;
+  const char *bad[] = {
+      "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 2, 3, 3), float32]) {\n  nn.conv2d(%x, %w)\n}\n",
+      "def @main(%x: Tensor[(1, 3), float32]) {\n  nn.gelu(%x)\n}\n",
+      "def @main(%x: Tensor[(1, 3), float32]) {\n  %0 = nn.relu(%x)\n  %0\n}\n",
+      "\x01\x02garbage",
+      "",
+  };
+  for (int i = 0; i < 5; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/temper_bad_%d_%d.relay", (int)getpid(), i);
+    FILE *f = fopen(path, "w");
+    fputs(bad[i], f);
+    fclose(f);
+    result r = sh("%s run %s", TEMPER_BINARY, path);
+    if (r.code != 1) fprintf(stderr, "%s\n", r.out);
+    assert_int_equal(r.code, 1);
+    assert_non_null(strstr(r.out, path));
+    assert_non_null(strstr(r.out, "error:"));
+    free(r.out);
+    r = sh("%s lower %s", TEMPER_BINARY, path);
+    assert_int_equal(r.code, 1);
+    free(r.out);
+    remove(path);
+  }
+  result r = sh("%s run /nonexistent.relay", TEMPER_BINARY);
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.out, "cannot open"));
+  free(r.out);
+}
+
+static void test_inputs_params_and_outputs(void **state) {
+  (void)state;
+  char dir[256];
+  snprintf(dir, sizeof dir, "/tmp/temper_cli_%d", (int)getpid());
+  result r = sh("%s run examples/seed.relay --save-output %s --repeat 1 --seed 5", TEMPER_BINARY, dir);
+  assert_int_equal(r.code, 0);
+  free(r.out);
+  /* feed the saved output back in as an input of the wrong shape: refused */
+  r = sh("%s run examples/seed.relay --input x=%s/output_0.npy", TEMPER_BINARY, dir);
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.out, "holds Tensor[(1, 2, 220, 220), float32] but %x is Tensor[(1, 10, 224, 224), float32]"));
+  free(r.out);
+  r = sh("%s run examples/seed.relay --input nope=%s/output_0.npy", TEMPER_BINARY, dir);
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.out, "@main has no parameter %nope (parameters: %x %w %w1)"));
+  free(r.out);
+  r = sh("%s run examples/seed.relay --params /nonexistent", TEMPER_BINARY);
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.out, "/nonexistent/w.npy: cannot open"));
+  free(r.out);
+  /* a bad .npy file */
+  r = sh("echo garbage > %s/bad.npy && %s run examples/seed.relay --input x=%s/bad.npy", dir, TEMPER_BINARY, dir);
+  assert_int_equal(r.code, 1);
+  assert_non_null(strstr(r.out, "not a .npy file"));
+  free(r.out);
+  r = sh("%s run examples/seed.relay --threads zero", TEMPER_BINARY);
+  assert_int_equal(r.code, 2);
+  free(r.out);
+  r = sh("rm -rf %s", dir);
+  free(r.out);
+}
+
+/* an input read from .npy gives the same output as the same data generated */
+static void test_npy_round_trip(void **state) {
+  (void)state;
+  char dir[256];
+  snprintf(dir, sizeof dir, "/tmp/temper_npy_%d", (int)getpid());
+  result r = sh("mkdir -p %s", dir);
+  free(r.out);
+  shape_t s = {4, {1, 10, 224, 224}};
+  int64_t n = shape_numel(&s);
+  float *x = malloc(sizeof(float) * (size_t)n);
+  data_random_param(x, &s, 1 ^ data_hash_name("x"), 1, 0);
+  char path[512], err[256];
+  snprintf(path, sizeof path, "%s/x.npy", dir);
+  assert_int_equal(npy_write(path, &s, x, err, sizeof err), TEMPER_OK);
+  shape_t s2;
+  float *y = NULL;
+  assert_int_equal(npy_read(path, &s2, &y, err, sizeof err), TEMPER_OK);
+  assert_true(shape_eq(&s, &s2));
+  assert_memory_equal(x, y, sizeof(float) * (size_t)n);
+  free(x);
+  free(y);
+  result a = sh("%s run examples/seed.relay --repeat 1 | grep checksum", TEMPER_BINARY);
+  result b = sh("%s run examples/seed.relay --repeat 1 --input x=%s | grep checksum", TEMPER_BINARY, path);
+  assert_string_equal(a.out, b.out);
+  free(a.out);
+  free(b.out);
+  r = sh("rm -rf %s", dir);
+  free(r.out);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_examples_pass_check), cmocka_unit_test(test_lower_seed_shows_two_primitive_functions),
+      cmocka_unit_test(test_bad_models_exit_1),   cmocka_unit_test(test_inputs_params_and_outputs),
+      cmocka_unit_test(test_npy_round_trip),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
