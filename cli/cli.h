@@ -1,7 +1,9 @@
 /* cli.h: what the subcommands share: loading a model and its data. */
 #ifndef TEMPER_CLI_H
 #define TEMPER_CLI_H
+#include <jansson.h>
 #include "engine.h"
+#include "space.h"
 
 typedef struct model_data {
   const char *params_dir;   /* --params DIR, or NULL for seeded random data */
@@ -18,7 +20,10 @@ typedef struct model_data {
 int cli_read_model(const char *path, temper_graph **g);          /* prints the error; 0 on success */
 int cli_model_data(temper_graph *g, model_data *md);              /* prints the error; 0 on success */
 void cli_model_data_free(model_data *md);
-int cli_bind_and_optimize(temper_graph *g, model_data *md, int vec); /* binds the non-inputs, runs the passes */
+/* binds the non-inputs, runs the passes with the given schedule chooser */
+int cli_bind_and_optimize(temper_graph *g, model_data *md, const pipeline_opts *o);
+int cli_config_choose(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n);
+json_t *cli_load_config_file(const char *path);   /* prints the error; NULL on failure */
 double cli_now(void);
 int cli_parse_input_flag(model_data *md, const char *arg);
 

@@ -129,14 +129,41 @@ void cli_model_data_free(model_data *md) {
   md->n_inputs = 0;
 }
 
-int cli_bind_and_optimize(temper_graph *g, model_data *md, int vec) {
+int cli_bind_and_optimize(temper_graph *g, model_data *md, const pipeline_opts *o) {
   diag d = {.path = g->path, .text = g->text};
   float **bound = calloc((size_t)md->n_params + 1, sizeof(float *));
   if (!bound) { fprintf(stderr, "temper: out of memory\n"); return 1; }
   for (int i = 0; i < md->n_params; i++) bound[i] = md->is_input[i] ? NULL : md->values[i];
   temper_status s = bind_params(g, bound, &d);
   free(bound);
-  if (!s) s = pipeline_optimize(g, vec, &d);
+  if (!s) s = pipeline_optimize_with(g, o, &d);
   if (s) { fprintf(stderr, "%s\n", d.msg); return 1; }
   return 0;
+}
+
+/* --config-file: a JSON object from workload key to config (an object, or a
+ * string in the short form) */
+int cli_config_choose(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+  json_t *root = ctx, *v = json_object_get(root, key);
+  if (!v) return 0;
+  char *text = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_COMPACT);
+  if (!text) { snprintf(err, n, "out of memory"); return -1; }
+  int rc = config_parse(s, text, out, err, n) ? -1 : 1;
+  free(text);
+  return rc;
+}
+
+json_t *cli_load_config_file(const char *path) {
+  json_error_t je;
+  json_t *root = json_load_file(path, 0, &je);
+  if (!root) {
+    fprintf(stderr, "temper: %s:%d:%d: %s\n", path, je.line, je.column, je.text);
+    return NULL;
+  }
+  if (!json_is_object(root)) {
+    fprintf(stderr, "temper: %s: expected a JSON object from workload key to config\n", path);
+    json_decref(root);
+    return NULL;
+  }
+  return root;
 }

@@ -8,8 +8,9 @@
 
 typedef struct run_opts {
   const char *model;
-  int threads, repeat, check;
+  int threads, repeat, check, profile;
   const char *save_dir;
+  const char *config_file;
 } run_opts;
 
 static int cmp_double(const void *a, const void *b) {
@@ -18,8 +19,8 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--params DIR]\n"
-                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S]\n");
+  fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--profile] [--params DIR]\n"
+                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F]\n");
   return 2;
 }
 
@@ -55,9 +56,11 @@ int cmd_run(int argc, char **argv) {
     if (!strcmp(a, "--threads")) { if (parse_int(a, v, 1, 256, &o.threads)) return 2; i++; }
     else if (!strcmp(a, "--repeat")) { if (parse_int(a, v, 1, 1000000, &o.repeat)) return 2; i++; }
     else if (!strcmp(a, "--check")) o.check = 1;
+    else if (!strcmp(a, "--profile")) o.profile = 1;
     else if (!strcmp(a, "--params") && v) { md.params_dir = v; i++; }
     else if (!strcmp(a, "--input") && v) { if (cli_parse_input_flag(&md, v)) return 2; i++; }
     else if (!strcmp(a, "--save-output") && v) { o.save_dir = v; i++; }
+    else if (!strcmp(a, "--config-file") && v) { o.config_file = v; i++; }
     else if (!strcmp(a, "--seed") && v) { md.seed = strtoull(v, NULL, 10); i++; }
     else if (a[0] == '-') { fprintf(stderr, "temper run: unknown option '%s'\n", a); return usage(); }
     else if (!o.model) o.model = a;
@@ -85,7 +88,12 @@ int cmd_run(int argc, char **argv) {
   for (int i = 0; i < md.n_params; i++)
     if (md.is_input[i]) in_nodes[n_in] = g->main->params[i], in_vals[n_in++] = md.values[i];
   double t0 = cli_now();
-  int bad = cli_bind_and_optimize(g, &md, e->target.vec);
+  pipeline_opts po = {.vec = e->target.vec};
+  json_t *configs = NULL;
+  if (o.config_file && !(configs = cli_load_config_file(o.config_file))) { free(in_nodes); free(in_vals); goto out; }
+  if (configs) po.choose = cli_config_choose, po.ctx = configs;
+  int bad = cli_bind_and_optimize(g, &md, &po);
+  json_decref(configs);
   if (!bad && exec_create(e, g, o.threads, &x, &d)) { fprintf(stderr, "temper: %s\n", d.msg); bad = 1; }
   double t_compile = cli_now() - t0;
   for (int i = 0; !bad && i < x->n_inputs; i++)
@@ -115,6 +123,24 @@ int cmd_run(int argc, char **argv) {
   printf("latency: median %.3f ms, min %.3f ms, spread %.1f%% over %d runs (%d thread%s)\n", med * 1e3, mn * 1e3,
          med > 0 ? (mx - mn) / med * 100 : 0, o.repeat, o.threads, o.threads == 1 ? "" : "s");
   rc = 0;
+  if (o.profile) {   /* per kernel: median over the repeats, in call order */
+    double *kt = calloc((size_t)o.repeat, sizeof(double));
+    double total = 0;
+    for (int i = 0; kt && i < x->n_steps; i++) {
+      exec_step *st = &x->steps[i];
+      for (int r = 0; r < o.repeat; r++) {
+        double s0 = cli_now();
+        st->k->fn(st->argv, x->pool);
+        kt[r] = cli_now() - s0;
+      }
+      qsort(kt, (size_t)o.repeat, sizeof(double), cmp_double);
+      double m = kt[o.repeat / 2];
+      total += m;
+      printf("  %3d %-60.60s %8.3f ms %7.1f GFLOP/s\n", i, st->k->name, m * 1e3, st->k->flops / m * 1e-9);
+    }
+    printf("  sum of kernel medians: %.3f ms\n", total * 1e3);
+    free(kt);
+  }
   if (o.check) {
     for (int i = 0; i < x->n_outputs && i < n_ref; i++) {
       double ae, re;

@@ -22,6 +22,6 @@ void cg_jit_destroy(cg_jit *j);
 /* Compiles the kernels into one module at O3, adds it to the JIT, and
  * returns each kernel's entry point in fns[i]. */
 temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *fns, diag *d);
-/* The optimised LLVM IR of one kernel (malloc'd), for inspection. */
-temper_status cg_print_llvm(const cg_target *t, lfunc *f, char **text, diag *d);
+/* The optimised LLVM IR (or the assembly) of one kernel, malloc'd. */
+temper_status cg_print_llvm(const cg_target *t, lfunc *f, int assembly, char **text, diag *d);
 #endif

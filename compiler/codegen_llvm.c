@@ -75,8 +75,8 @@ typedef struct cg {
 typedef struct cgfn {
   LLVMValueRef fn, pool;
   LLVMValueRef bufs[72];
-  LLVMValueRef vars[256];          /* allocas, i64 */
-  LLVMValueRef slots[256];         /* allocas */
+  LLVMValueRef *vars;              /* allocas, i64, one per loop-IR var */
+  LLVMValueRef *slots;             /* allocas, one per slot */
   LLVMBasicBlockRef entry;
 } cgfn;
 
@@ -292,6 +292,9 @@ static void fn_attrs(cg *c, LLVMValueRef fn) {
 
 /* allocas for every var and slot, at the top of the function */
 static void fn_allocas(cg *c, cgfn *F) {
+  F->vars = calloc((size_t)c->lf->n_vars + 1, sizeof(LLVMValueRef));
+  F->slots = calloc((size_t)c->lf->n_slots + 1, sizeof(LLVMValueRef));
+  if (!F->vars || !F->slots) abort();   /* tiny; a failure here means the process is out of memory */
   for (int i = 0; i < c->lf->n_vars; i++) F->vars[i] = LLVMBuildAlloca(c->b, c->i64, c->lf->var_names[i]);
   for (int i = 0; i < c->lf->n_slots; i++) F->slots[i] = LLVMBuildAlloca(c->b, vty(c, c->lf->slot_lanes[i]), "acc");
 }
@@ -350,6 +353,8 @@ static void gen_parallel(cg *c, cgfn *F, const lstmt *s, LLVMValueRef lo, LLVMVa
   LLVMValueRef end = LLVMBuildNSWAdd(B, base, LLVMGetParam(sub, 2), "");
   gen_loop(c, &G, s->id, begin, end, s);
   LLVMBuildRetVoid(B);
+  free(G.vars);
+  free(G.slots);
   LLVMPositionBuilderAtEnd(B, here);
 }
 
@@ -400,6 +405,8 @@ static void gen_kernel(cg *c, const lfunc *f) {
   F.pool = LLVMGetParam(fn, 1);
   gen_stmt(c, &F, f->body);
   LLVMBuildRetVoid(c->b);
+  free(F.vars);
+  free(F.slots);
 }
 
 static void cg_begin(cg *c, LLVMContextRef ctx, const cg_target *t, diag *d) {
@@ -514,7 +521,7 @@ temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *f
   return TEMPER_OK;
 }
 
-temper_status cg_print_llvm(const cg_target *t, lfunc *f, char **text, diag *d) {
+temper_status cg_print_llvm(const cg_target *t, lfunc *f, int assembly, char **text, diag *d) {
   pthread_once(&init_once, init_llvm);
   *text = NULL;
   LLVMTargetMachineRef tm = make_tm(t, d);
@@ -524,11 +531,28 @@ temper_status cg_print_llvm(const cg_target *t, lfunc *f, char **text, diag *d) 
   cg_begin(&c, ctx, t, d);
   gen_kernel(&c, f);
   temper_status s = cg_finish(&c, tm);
-  if (s == TEMPER_OK) {
+  if (s == TEMPER_OK && !assembly) {
     char *ir = LLVMPrintModuleToString(c.mod);
     *text = strdup(ir);
     LLVMDisposeMessage(ir);
     if (!*text) s = diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  } else if (s == TEMPER_OK) {
+    char *err = NULL;
+    LLVMMemoryBufferRef mb = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, c.mod, LLVMAssemblyFile, &err, &mb)) {
+      s = diag_fail(d, TEMPER_ELLVM, "LLVM: emitting assembly: %s", err);
+      LLVMDisposeMessage(err);
+    } else {
+      size_t n = LLVMGetBufferSize(mb);
+      *text = malloc(n + 1);
+      if (*text) {
+        memcpy(*text, LLVMGetBufferStart(mb), n);
+        (*text)[n] = 0;
+      } else {
+        s = diag_fail(d, TEMPER_ENOMEM, "out of memory");
+      }
+      LLVMDisposeMemoryBuffer(mb);
+    }
   }
   LLVMDisposeModule(c.mod);
   LLVMContextDispose(ctx);

@@ -94,7 +94,8 @@ typedef enum attr_kind { AK_INT, AK_INT2, AK_PAD, AK_INTS, AK_FLOAT, AK_BOOL, AK
   X(LAYOUT, "layout", AK_STR)                    \
   X(OUT_DTYPE, "out_dtype", AK_STR)              \
   X(SRC_LAYOUT, "src_layout", AK_STR)            \
-  X(DST_LAYOUT, "dst_layout", AK_STR)
+  X(DST_LAYOUT, "dst_layout", AK_STR)            \
+  X(SCHEDULE, "schedule", AK_STR)
 
 typedef enum attr_id {
 #define X(id, name, kind) ATTR_##id,
@@ -108,13 +109,13 @@ typedef struct attr_val {
   int n;            /* number of ints held (AK_INT2: 2, AK_PAD: 4, AK_INTS: n) */
   int64_t i[8];
   double f;
-  char s[24];
+  char s[200];
 } attr_val;
 typedef struct attrs { attr_val v[ATTR_COUNT]; } attrs_t;
 
 /* ---- ops: ORDER OP (id, name, pattern, min args, max args, attrs) ---- */
 #define CONV_ATTRS (A(STRIDES) | A(PADDING) | A(DILATION) | A(GROUPS) | A(CHANNELS) | \
-                    A(KERNEL_SIZE) | A(DATA_LAYOUT) | A(KERNEL_LAYOUT) | A(OUT_LAYOUT) | A(OUT_DTYPE))
+                    A(KERNEL_SIZE) | A(DATA_LAYOUT) | A(KERNEL_LAYOUT) | A(OUT_LAYOUT) | A(OUT_DTYPE) | A(SCHEDULE))
 #define POOL_ATTRS (A(POOL_SIZE) | A(STRIDES) | A(PADDING) | A(DILATION) | A(LAYOUT) | A(CEIL_MODE))
 #define TEMPER_OPS(X)                                                                   \
   X(CONV2D, "nn.conv2d", PAT_OUT_EWISE, 2, 2, CONV_ATTRS)                               \
@@ -226,7 +227,6 @@ temper_status typeinfer(temper_graph *g, diag *d);
 temper_status typeinfer_node(temper_graph *g, node *n, diag *d);
 temper_status simplify(temper_graph *g, diag *d);
 temper_status fold_constants(temper_graph *g, diag *d);
-temper_status layout_pack(temper_graph *g, int vec, diag *d);
 temper_status fuse(temper_graph *g, diag *d);
 
 /* Rewrites main's body in topological order: f gets each call/tuple/getitem
@@ -263,6 +263,21 @@ double data_checksum(const float *x, int64_t n);
 temper_status npy_read(const char *path, shape_t *shape, float **data, char *err, size_t n);
 temper_status npy_write(const char *path, const shape_t *shape, const float *data, char *err, size_t n);
 
-/* ---- layout strings: "OIHW16o" and friends ---- */
+/* ---- layouts (layout.c): "NCHW", "NCHW16c", "OIHW16i32o" ----
+ * Upper-case letters are the primal axes; a number and a lower-case letter
+ * split that axis: NCHW16c holds C as (C/16, 16), the 16 innermost. A split
+ * axis whose size the factor does not divide is zero-padded. */
+typedef struct layout_t {
+  int n;                   /* dimensions */
+  char axis[8];            /* 'N', 'C', ... or 'c' for a sub-axis */
+  int factor[8];           /* sub-axis size, 0 for a primal axis */
+} layout_t;
 int layout_block(const char *layout, char axis); /* block factor of lower-case axis, 0 none */
+int layout_parse(const char *s, layout_t *l);    /* 0, or -1 if malformed */
+/* physical shape of a tensor whose primal axes `axes` have sizes `dims` */
+int layout_shape(const layout_t *l, const char *axes, const int64_t *dims, shape_t *out);
+/* physical index of primal coordinate (axes order); -1 if it lies in padding */
+int64_t layout_index(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *coord);
+/* primal coordinate of physical coordinate pc; 0 if it lies in padding */
+int layout_primal(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *pc, int64_t *coord);
 #endif

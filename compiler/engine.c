@@ -8,6 +8,7 @@
 #include <string.h>
 #include "engine.h"
 #include "schedules.h"
+#include "space.h"
 
 temper_status engine_create(temper_engine **out, diag *d) {
   *out = NULL;
@@ -34,11 +35,8 @@ void engine_destroy(temper_engine *e) {
 
 double engine_flops(const node *m) {
   if (!m || m->kind != N_CALL) return 0;
-  if (m->op == OP_CONV2D) {
-    const shape_t *ws = &m->args[1]->ty.shape, *os = &m->ty.shape;
-    int64_t cg = m->args[0]->ty.shape.d[1] / m->attrs->v[ATTR_GROUPS].i[0];
-    return 2.0 * (double)shape_numel(os) * (double)cg * (double)ws->d[2] * (double)ws->d[3];
-  }
+  conv_workload w;
+  if (m->op == OP_CONV2D && !workload_of(m, &w)) return workload_flops(&w);
   if (m->op == OP_DENSE) return 2.0 * (double)shape_numel(&m->ty.shape) * (double)m->args[0]->ty.shape.d[1];
   return (double)shape_numel(&m->ty.shape);
 }

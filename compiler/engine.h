@@ -56,5 +56,18 @@ void exec_run(exec *x);
 const float *exec_output(const exec *x, int i);
 
 /* ---- pipeline.c: parse → typeinfer → simplify → fold → layout → fold → fuse ---- */
+struct task_space;
+struct sched_config;
+/* Chooses the schedule of a conv2d workload: 1 and *out set, 0 for the
+ * template default, -1 with a message in err. */
+typedef int (*sched_chooser)(void *ctx, const char *workload_key, const struct task_space *s,
+                             struct sched_config *out, char *err, size_t n);
+typedef struct pipeline_opts {
+  int vec;                  /* target vector width in floats */
+  sched_chooser choose;     /* NULL: defaults everywhere */
+  void *ctx;
+} pipeline_opts;
 temper_status pipeline_optimize(temper_graph *g, int vec, diag *d);
+temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, diag *d);
+temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d);
 #endif

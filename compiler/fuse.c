@@ -41,6 +41,7 @@ typedef struct fgraph {
   int *barrier;      /* used by a tuple/getitem or is the output: no fusion past it */
   int *ipdom, *depth;
   int *parent, *size, *complex;   /* union-find over groups */
+  int *master;                    /* per root: index of its complex op, -1 if none */
 } fgraph;
 
 static int find(fgraph *f, int i) {
@@ -100,6 +101,15 @@ static void merge(fgraph *f, int a, int b) {
   f->parent[b] = a;
   f->size[a] += f->size[b];
   f->complex[a] += f->complex[b];
+  if (f->master[a] < 0) f->master[a] = f->master[b];
+}
+
+/* t turns the blocked output of conv2d m back into NCHW: the conv's kernel
+ * can store there directly, so the transform may end its group */
+static int unblocks(const node *m, const node *t) {
+  return m->op == OP_CONV2D && t->kind == N_CALL && t->op == OP_LAYOUT_TRANSFORM &&
+         !strcmp(t->attrs->v[ATTR_DST_LAYOUT].s, "NCHW") && shape_eq(&t->args[0]->ty.shape, &m->ty.shape) &&
+         m->attrs->v[ATTR_SCHEDULE].s[0];
 }
 
 static void try_fuse(fgraph *f, int i, int *path, char *seen) {
@@ -118,7 +128,7 @@ static void try_fuse(fgraph *f, int i, int *path, char *seen) {
   } else {
     return;
   }
-  if (pattern_of(t) > max_sink || (same && !shape_eq(&t->ty.shape, same))) return;
+  if (!(same && unblocks(x, t)) && (pattern_of(t) > max_sink || (same && !shape_eq(&t->ty.shape, same)))) return;
   int n_path = check_path(f, i, target, max_mid, same, path, seen);
   if (n_path < 0) return;
   /* the union may hold one complex op and MAX_GROUP nodes */
@@ -137,6 +147,18 @@ static void try_fuse(fgraph *f, int i, int *path, char *seen) {
     cplx += f->complex[r];
   }
   if (cplx > 1 || total > MAX_GROUP) return;
+  if (cplx == 1) {   /* joining a complex op's group: only its epilogue may come along */
+    int m = -1;
+    for (int k = 0; k < nr; k++)
+      if (f->master[roots[k]] >= 0) m = f->master[roots[k]];
+    const shape_t *ms = &f->order[m]->ty.shape;
+    if (!unblocks(f->order[m], t) && (pattern_of(t) > PAT_BROADCAST || !shape_eq(&t->ty.shape, ms))) return;
+    if (i != m && find(f, i) != find(f, m) && (pat > PAT_BROADCAST || !shape_eq(&x->ty.shape, ms))) return;
+    for (int k = 0; k < n_path; k++) {
+      node *y = f->order[path[k]];
+      if (pattern_of(y) > PAT_BROADCAST || !shape_eq(&y->ty.shape, ms)) return;
+    }
+  }
   for (int k = 1; k < nr; k++) merge(f, roots[0], roots[k]);
 }
 
@@ -201,8 +223,9 @@ static int fgraph_build(fgraph *f, arena *s, temper_graph *g) {
   f->parent = arena_alloc(s, sizeof(int) * (size_t)(n + 1));
   f->size = arena_alloc(s, sizeof(int) * (size_t)(n + 1));
   f->complex = arena_alloc(s, sizeof(int) * (size_t)(n + 1));
+  f->master = arena_alloc(s, sizeof(int) * (size_t)(n + 1));
   int *uses = f->order ? ir_use_counts(s, g, f->order, n) : NULL;
-  if (!uses || s->failed) return -1;
+  if (!uses || !f->master || s->failed) return -1;
   for (int i = 0; i < g->n_nodes; i++) f->pos[i] = -1;
   for (int i = 0; i < n; i++) {
     f->pos[f->order[i]->id] = i;
@@ -210,6 +233,7 @@ static int fgraph_build(fgraph *f, arena *s, temper_graph *g) {
     f->parent[i] = i;
     f->size[i] = 1;
     f->complex[i] = ops_is_complex(f->order[i]->kind == N_CALL ? f->order[i]->op : -1);
+    f->master[i] = f->complex[i] ? i : -1;
   }
   for (int i = 0; i < n; i++) {
     node *x = f->order[i];

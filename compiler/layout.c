@@ -1,33 +1,202 @@
-/* layout.c: weight packing for the vectorized conv2d schedule. A conv2d with
- * groups == 1 reads its weight as OIHW<v>o (v = the target's vector width):
+/* layout.c: AlterOpLayout. Each conv2d takes the blocked layouts its
+ * schedule config asks for (NCHW<ib>c in, OIHW<ib>i<ob>o weights, NCHW<ob>c
+ * out); elementwise ops, bias and residual adds and pooling keep the blocked
+ * layout; a layout_transform is inserted only where neighbours disagree, and
+ * at the model's inputs and outputs, which stay NCHW:
  *
- *   conv2d(x, W)  →  conv2d(x, layout_transform(W, "OIHW", "OIHW16o"))
+ *   %x ─▶ transform(NCHW→NCHW16c) ─▶ conv2d ─▶ add(bias[K/16,1,1,16]) ─▶ relu ─▶
+ *         conv2d (ic_bn 16: no transform) ─▶ ... ─▶ transform(NCHW16c→NCHW) ─▶ dense
  *
- * With W constant the transform folds at compile time (fold.c); otherwise it
- * becomes a kernel of its own. The NCHWc activation layout comes later. */
+ * Weight transforms and bias reshapes fold at compile time (fold.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include "compiler_int.h"
+#include "engine.h"
+#include "space.h"
 
-static node *pack_node(temper_graph *g, node *n, node **args, void *ctx, diag *d) {
-  (void)d;
-  int vec = *(int *)ctx;
-  if (n->kind == N_CALL && n->op == OP_CONV2D && n->attrs->v[ATTR_GROUPS].i[0] == 1 &&
-      !strcmp(n->attrs->v[ATTR_KERNEL_LAYOUT].s, "OIHW")) {
-    node *lt = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &args[1], NULL);
-    if (!lt) return NULL;
-    strcpy(lt->attrs->v[ATTR_SRC_LAYOUT].s, "OIHW");
-    snprintf(lt->attrs->v[ATTR_DST_LAYOUT].s, sizeof lt->attrs->v[ATTR_DST_LAYOUT].s, "OIHW%do", vec);
-    node *nargs[2] = {args[0], lt};
-    node *c = ir_call(g, OP_CONV2D, 2, nargs, n->attrs);
-    if (!c) return NULL;
-    c->loc = n->loc;
-    snprintf(c->attrs->v[ATTR_KERNEL_LAYOUT].s, sizeof c->attrs->v[ATTR_KERNEL_LAYOUT].s, "OIHW%do", vec);
-    c->attrs->v[ATTR_CHANNELS].i[0] = n->ty.shape.d[1];
-    return c;
+typedef struct conv_memo { int id, blk; node *v; } conv_memo;
+
+typedef struct alter {
+  const pipeline_opts *o;
+  int *blk;            /* node id → channel block of its layout (0: NCHW) */
+  int cap;
+  conv_memo *memo;     /* layout conversions made, so a value converts once */
+  int n_memo, cap_memo;
+  diag *d;
+} alter;
+
+static int get_blk(alter *a, const node *n) { return n->id < a->cap ? a->blk[n->id] : 0; }
+
+static int set_blk(alter *a, const node *n, int b) {
+  if (n->id >= a->cap) {
+    int nc = (n->id + 1) * 2;
+    int *nb = realloc(a->blk, sizeof(int) * (size_t)nc);
+    if (!nb) return -1;
+    memset(nb + a->cap, 0, sizeof(int) * (size_t)(nc - a->cap));
+    a->blk = nb;
+    a->cap = nc;
   }
-  return ir_with_args(g, n, args);
+  a->blk[n->id] = b;
+  return 0;
 }
 
-/* layout_pack: needs types; keeps types; conv2d weights become OIHW<vec>o */
-temper_status layout_pack(temper_graph *g, int vec, diag *d) { return ir_rewrite(g, pack_node, &vec, d); }
+static void layout_name(char *buf, size_t n, const char *base, int b, char sub) {
+  if (b) snprintf(buf, n, "%s%d%c", base, b, sub);
+  else snprintf(buf, n, "%s", base);
+}
+
+/* v in NCHW<b>c (b = 0: NCHW), converting once per value */
+static node *to_block(temper_graph *g, alter *a, node *v, int b) {
+  int have = get_blk(a, v);
+  if (have == b) return v;
+  for (int i = 0; i < a->n_memo; i++)
+    if (a->memo[i].id == v->id && a->memo[i].blk == b) return a->memo[i].v;
+  node *t = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &v, NULL);
+  if (!t) return NULL;
+  layout_name(t->attrs->v[ATTR_SRC_LAYOUT].s, sizeof t->attrs->v[0].s, "NCHW", have, 'c');
+  layout_name(t->attrs->v[ATTR_DST_LAYOUT].s, sizeof t->attrs->v[0].s, "NCHW", b, 'c');
+  if (typeinfer_node(g, t, a->d) || set_blk(a, t, b)) return NULL;
+  if (a->n_memo == a->cap_memo) {
+    a->cap_memo = a->cap_memo ? a->cap_memo * 2 : 32;
+    conv_memo *nm = realloc(a->memo, sizeof *nm * (size_t)a->cap_memo);
+    if (!nm) return NULL;
+    a->memo = nm;
+  }
+  a->memo[a->n_memo++] = (conv_memo){v->id, b, t};
+  return t;
+}
+
+static int is_unary(int op) { return op == OP_RELU || op == OP_CLIP || op == OP_SIGMOID || op == OP_SQRT; }
+static int is_binary(int op) { return op == OP_ADD || op == OP_SUBTRACT || op == OP_MULTIPLY || op == OP_DIVIDE; }
+
+/* channels of a per-channel operand of an NCHW activation ([C,1,1], [1,C,1,1]), else 0 */
+static int64_t per_channel(const shape_t *s, const shape_t *act) {
+  int64_t C = act->d[1];
+  if (s->ndim == 3 && s->d[0] == C && s->d[1] == 1 && s->d[2] == 1) return C;
+  if (s->ndim == 4 && s->d[0] == 1 && s->d[1] == C && s->d[2] == 1 && s->d[3] == 1) return C;
+  return 0;
+}
+
+static int all_ones(const shape_t *s) {
+  for (int i = 0; i < s->ndim; i++)
+    if (s->d[i] != 1) return 0;
+  return 1;
+}
+
+static node *reshape_blocked(temper_graph *g, node *v, int64_t C, int b) {
+  node *r = ir_call(g, OP_RESHAPE, 1, &v, NULL);
+  if (!r) return NULL;
+  attr_val *ns = &r->attrs->v[ATTR_NEWSHAPE];
+  ns->n = 4;
+  ns->i[0] = C / b;
+  ns->i[1] = 1;
+  ns->i[2] = 1;
+  ns->i[3] = b;
+  return r;
+}
+
+static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
+  conv_workload w;
+  workload_of(n, &w);
+  task_space sp;
+  space_build(&w, a->o->vec, &sp);
+  sched_config cfg;
+  int chosen = 0;
+  if (a->o->choose) {
+    char key[256], err[512] = "";
+    workload_key(&w, key, sizeof key);
+    chosen = a->o->choose(a->o->ctx, key, &sp, &cfg, err, sizeof err);
+    if (chosen < 0) {
+      diag_error(a->d, n->loc, "nn.conv2d %s: %s", key, err);
+      return NULL;
+    }
+  }
+  if (!chosen) config_default(&sp, &cfg);
+  int ib, ob, ki;
+  if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, "c_bn"), ki = 1;
+  else ib = ki = (int)cfg_get(&sp, &cfg, "ic_bn"), ob = (int)cfg_get(&sp, &cfg, "oc_bn");
+  /* a direct or 1x1 conv reads NCHW as well as NCHW<ib>c: no transform for an NCHW producer */
+  int xblk = get_blk(a, args[0]) == 0 && cfg.tmpl != TMPL_DEPTHWISE ? 0 : ib;
+  node *x = to_block(g, a, args[0], xblk);
+  node *wt = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &args[1], NULL);
+  if (!x || !wt) return NULL;
+  strcpy(wt->attrs->v[ATTR_SRC_LAYOUT].s, "OIHW");
+  snprintf(wt->attrs->v[ATTR_DST_LAYOUT].s, sizeof wt->attrs->v[0].s, "OIHW%di%do", ki, ob);
+  node *nargs[2] = {x, wt};
+  node *c = ir_call(g, OP_CONV2D, 2, nargs, n->attrs);
+  if (!c) return NULL;
+  c->loc = n->loc;
+  attrs_t *at = c->attrs;
+  layout_name(at->v[ATTR_DATA_LAYOUT].s, sizeof at->v[0].s, "NCHW", xblk, 'c');
+  snprintf(at->v[ATTR_KERNEL_LAYOUT].s, sizeof at->v[0].s, "OIHW%di%do", ki, ob);
+  layout_name(at->v[ATTR_OUT_LAYOUT].s, sizeof at->v[0].s, "NCHW", ob, 'c');
+  at->v[ATTR_CHANNELS].i[0] = w.K;
+  config_short(&sp, &cfg, at->v[ATTR_SCHEDULE].s, sizeof at->v[0].s);
+  return set_blk(a, c, ob) ? NULL : c;
+}
+
+static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag *d) {
+  alter *a = vctx;
+  (void)d;
+  conv_workload w;
+  if (n->kind == N_CALL && n->op == OP_CONV2D && !n->attrs->v[ATTR_SCHEDULE].s[0] && !workload_of(n, &w) &&
+      !strcmp(n->attrs->v[ATTR_DATA_LAYOUT].s, "NCHW") && !strcmp(n->attrs->v[ATTR_KERNEL_LAYOUT].s, "OIHW"))
+    return alter_conv(g, a, n, args);
+  int b0 = n->n_args ? get_blk(a, args[0]) : 0;
+  if (n->kind == N_CALL && is_unary(n->op) && b0) {
+    node *c = ir_with_args(g, n, args);
+    return c && !set_blk(a, c, b0) ? c : NULL;
+  }
+  if (n->kind == N_CALL && (is_binary(n->op) || n->op == OP_BIAS_ADD) && n->ty.shape.ndim == 4) {
+    int b1 = n->op == OP_BIAS_ADD ? 0 : get_blk(a, args[1]);
+    int act = b0 ? 0 : 1, B = b0 ? b0 : b1;   /* the blocked activation operand */
+    if (B && shape_eq(&n->args[act]->ty.shape, &n->ty.shape)) {
+      node *o = args[1 - act], *oo = n->args[1 - act], *no;
+      int64_t C = n->ty.shape.d[1];
+      if (n->op == OP_BIAS_ADD && (n->attrs->v[ATTR_AXIS].i[0] == 1 || n->attrs->v[ATTR_AXIS].i[0] == -3))
+        no = reshape_blocked(g, o, C, B);
+      else if (n->op == OP_BIAS_ADD) no = NULL;
+      else if (shape_eq(&oo->ty.shape, &n->ty.shape)) no = to_block(g, a, o, B);
+      else if (per_channel(&oo->ty.shape, &n->ty.shape)) no = reshape_blocked(g, o, C, B);
+      else if (all_ones(&oo->ty.shape)) no = o;
+      else no = NULL;
+      if (no) {
+        node *na[2];
+        na[act] = args[act];
+        na[1 - act] = no;
+        node *c = ir_call(g, n->op == OP_BIAS_ADD ? OP_ADD : n->op, 2, na, n->op == OP_BIAS_ADD ? NULL : n->attrs);
+        if (!c) return NULL;
+        c->loc = n->loc;
+        return set_blk(a, c, B) ? NULL : c;
+      }
+    }
+  }
+  if (n->kind == N_CALL && (n->op == OP_MAX_POOL2D || n->op == OP_AVG_POOL2D || n->op == OP_GLOBAL_AVG_POOL2D) && b0 &&
+      !strcmp(n->attrs->v[ATTR_LAYOUT].s, "NCHW")) {
+    node *c = ir_call(g, n->op, 1, args, n->attrs);
+    if (!c) return NULL;
+    c->loc = n->loc;
+    layout_name(c->attrs->v[ATTR_LAYOUT].s, sizeof c->attrs->v[0].s, "NCHW", b0, 'c');
+    return set_blk(a, c, b0) ? NULL : c;
+  }
+  /* anything else reads NCHW */
+  node *plain[64];
+  for (int i = 0; i < n->n_args; i++)
+    if (!(plain[i] = to_block(g, a, args[i], 0))) return NULL;
+  return ir_with_args(g, n, plain);
+}
+
+/* layout_alter: needs types; keeps types; conv2d in blocked layouts with a
+ * schedule attribute; main's inputs and outputs stay NCHW */
+temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d) {
+  alter a = {.o = o, .d = d};
+  temper_status s = ir_rewrite(g, alter_node, &a, d);
+  if (!s && get_blk(&a, g->main->body)) {
+    node *b = to_block(g, &a, g->main->body, 0);
+    if (b) g->main->body = b;
+    else s = d->status ? d->status : diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  }
+  free(a.blk);
+  free(a.memo);
+  return s;
+}

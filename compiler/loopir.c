@@ -26,13 +26,13 @@ int lf_buf(lfunc *f, const char *name, int64_t size) {
 }
 
 int lf_var(lfunc *f, const char *name) {
-  if (f->n_vars == 256) { f->a.failed = 1; return 0; }
+  if (f->n_vars == LF_MAX_VARS) { f->a.failed = 1; return 0; }
   f->var_names[f->n_vars] = arena_strdup(&f->a, name);
   return f->n_vars++;
 }
 
 int lf_slot(lfunc *f, int lanes) {
-  if (f->n_slots == 256) { f->a.failed = 1; return 0; }
+  if (f->n_slots == LF_MAX_SLOTS) { f->a.failed = 1; return 0; }
   f->slot_lanes[f->n_slots] = lanes;
   return f->n_slots++;
 }

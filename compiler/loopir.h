@@ -57,15 +57,17 @@ struct lstmt {
 
 typedef struct lbuf { const char *name; int64_t size; } lbuf;
 
+enum { LF_MAX_VARS = 2048, LF_MAX_SLOTS = 16384 };
+
 typedef struct lfunc {
   arena a;
   const char *name;
   int n_bufs;         /* inputs, then the output last */
   lbuf bufs[72];
   int n_vars;
-  const char *var_names[256];
+  const char *var_names[LF_MAX_VARS];
   int n_slots;
-  int slot_lanes[256];
+  int slot_lanes[LF_MAX_SLOTS];
   lstmt *body;        /* a SEQ */
   int vec;            /* target vector width in floats */
   lexpr oom_e;        /* returned by builders once the arena failed */

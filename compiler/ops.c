@@ -65,12 +65,3 @@ void ops_default_attrs(int op, attrs_t *a) {
   }
 }
 
-int layout_block(const char *layout, char axis) {
-  int v = 0;
-  for (const char *p = layout; *p; p++) {
-    if (*p >= '0' && *p <= '9') v = v * 10 + (*p - '0');
-    else if (*p == axis) return v;
-    else v = 0;
-  }
-  return 0;
-}

@@ -23,12 +23,17 @@ static void dump(temper_graph *g, const char *step) {
 
 /* pipeline_optimize: needs a parsed graph with parameters bound as wanted;
  * output: typed, fused, every op in a primitive function */
-temper_status pipeline_optimize(temper_graph *g, int vec, diag *d) {
+temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, diag *d) {
   STEP("typeinfer", typeinfer(g, d));
   STEP("simplify", simplify(g, d));
   STEP("fold", fold_constants(g, d));
-  STEP("layout", layout_pack(g, vec, d));
+  STEP("layout", layout_alter(g, o, d));
   STEP("fold", fold_constants(g, d));
   STEP("fuse", fuse(g, d));
   return TEMPER_OK;
+}
+
+temper_status pipeline_optimize(temper_graph *g, int vec, diag *d) {
+  pipeline_opts o = {.vec = vec};
+  return pipeline_optimize_with(g, &o, d);
 }

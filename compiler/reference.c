@@ -25,39 +25,86 @@ static void unravel(int64_t flat, const shape_t *s, int64_t *coord) {
   }
 }
 
-static void ref_conv2d(const node *n, const float *x, const float *w, float *y) {
-  const shape_t *xs = &n->args[0]->ty.shape, *ys = &n->ty.shape, *ws = &n->args[1]->ty.shape;
-  const attrs_t *a = n->attrs;
-  int64_t N = xs->d[0], C = xs->d[1], H = xs->d[2], W = xs->d[3];
-  int64_t K = ys->d[1], OH = ys->d[2], OW = ys->d[3], R = ws->d[2], S = ws->d[3];
-  int64_t G = a->v[ATTR_GROUPS].i[0], Cg = C / G, Kg = K / G;
-  int64_t sh = a->v[ATTR_STRIDES].i[0], sw = a->v[ATTR_STRIDES].i[1];
-  int64_t ph = a->v[ATTR_PADDING].i[0], pw = a->v[ATTR_PADDING].i[1];
-  int64_t dh = a->v[ATTR_DILATION].i[0], dw = a->v[ATTR_DILATION].i[1];
-  int blk = layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o');
-  for (int64_t nn = 0; nn < N; nn++)
-    for (int64_t k = 0; k < K; k++)
-      for (int64_t oh = 0; oh < OH; oh++)
-        for (int64_t ow = 0; ow < OW; ow++) {
+/* Moves a tensor between layouts of the same primal axes. The primal sizes
+ * come from `dims`; padding in dst is zero. */
+static void relayout(const float *src, const char *sl, float *dst, const char *dl, const char *axes, const int64_t *dims) {
+  layout_t ls, ld;
+  layout_parse(sl, &ls);
+  layout_parse(dl, &ld);
+  shape_t ds;
+  layout_shape(&ld, axes, dims, &ds);
+  int64_t total = shape_numel(&ds), pc[8], coord[8];
+  for (int64_t i = 0; i < total; i++) {
+    int64_t r = i;
+    for (int k = ds.ndim - 1; k >= 0; k--) {
+      pc[k] = r % ds.d[k];
+      r /= ds.d[k];
+    }
+    dst[i] = layout_primal(&ld, axes, dims, pc, coord) ? src[layout_index(&ls, axes, dims, coord)] : 0.0f;
+  }
+}
+
+static int is_plain(const char *l) { return !l[0] || !strcmp(l, "NCHW") || !strcmp(l, "OIHW"); }
+
+typedef struct conv_dims { int64_t N, C, H, W, K, OH, OW, R, S, G, sh, sw, ph, pw, dh, dw; } conv_dims;
+
+static void conv_plain(const conv_dims *c, const float *x, const float *w, float *y) {
+  int64_t Cg = c->C / c->G, Kg = c->K / c->G;
+  for (int64_t nn = 0; nn < c->N; nn++)
+    for (int64_t k = 0; k < c->K; k++)
+      for (int64_t oh = 0; oh < c->OH; oh++)
+        for (int64_t ow = 0; ow < c->OW; ow++) {
           double acc = 0;
           int64_t g = k / Kg;
-          for (int64_t c = 0; c < Cg; c++)
-            for (int64_t r = 0; r < R; r++)
-              for (int64_t s = 0; s < S; s++) {
-                int64_t ih = oh * sh - ph + r * dh, iw = ow * sw - pw + s * dw;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                float wv = blk ? w[((((k / blk) * Cg + c) * R + r) * S + s) * blk + k % blk]
-                               : w[((k * Cg + c) * R + r) * S + s];
-                acc += (double)x[((nn * C + g * Cg + c) * H + ih) * W + iw] * wv;
+          for (int64_t ci = 0; ci < Cg; ci++)
+            for (int64_t r = 0; r < c->R; r++) {
+              int64_t ih = oh * c->sh - c->ph + r * c->dh;
+              if (ih < 0 || ih >= c->H) continue;
+              for (int64_t s = 0; s < c->S; s++) {
+                int64_t iw = ow * c->sw - c->pw + s * c->dw;
+                if (iw < 0 || iw >= c->W) continue;
+                acc += (double)x[((nn * c->C + g * Cg + ci) * c->H + ih) * c->W + iw] * w[((k * Cg + ci) * c->R + r) * c->S + s];
               }
-          y[((nn * K + k) * OH + oh) * OW + ow] = (float)acc;
+            }
+          y[((nn * c->K + k) * c->OH + oh) * c->OW + ow] = (float)acc;
         }
 }
 
-static void ref_pool(const node *n, const float *x, float *y) {
-  const shape_t *xs = &n->args[0]->ty.shape, *ys = &n->ty.shape;
+/* any layouts: unpack to NCHW / OIHW, convolve, pack the result */
+static temper_status ref_conv2d(const node *n, const float *x, const float *w, float *y) {
   const attrs_t *a = n->attrs;
-  int64_t NC = xs->d[0] * xs->d[1], H = xs->d[2], W = xs->d[3], OH = ys->d[2], OW = ys->d[3];
+  const char *dl = a->v[ATTR_DATA_LAYOUT].s, *kl = a->v[ATTR_KERNEL_LAYOUT].s;
+  const char *ol = a->v[ATTR_OUT_LAYOUT].s[0] ? a->v[ATTR_OUT_LAYOUT].s : dl;
+  const shape_t *xs = &n->args[0]->ty.shape, *ws = &n->args[1]->ty.shape;
+  int xb = layout_block(dl, 'c'), ib = layout_block(kl, 'i'), ob = layout_block(kl, 'o');
+  conv_dims c = {xs->d[0], xs->d[1] * (xb ? xb : 1), xs->d[2], xs->d[3], 0, 0, 0, ws->d[2], ws->d[3],
+                 a->v[ATTR_GROUPS].i[0], a->v[ATTR_STRIDES].i[0], a->v[ATTR_STRIDES].i[1], a->v[ATTR_PADDING].i[0],
+                 a->v[ATTR_PADDING].i[1], a->v[ATTR_DILATION].i[0], a->v[ATTR_DILATION].i[1]};
+  c.K = ob ? a->v[ATTR_CHANNELS].i[0] : ws->d[0];
+  c.OH = (c.H + a->v[ATTR_PADDING].i[0] + a->v[ATTR_PADDING].i[2] - c.dh * (c.R - 1) - 1) / c.sh + 1;
+  c.OW = (c.W + a->v[ATTR_PADDING].i[1] + a->v[ATTR_PADDING].i[3] - c.dw * (c.S - 1) - 1) / c.sw + 1;
+  int64_t Cg = ws->d[1] * (ib ? ib : 1);
+  int64_t xd[4] = {c.N, c.C, c.H, c.W}, wd[4] = {c.K, Cg, c.R, c.S}, yd[4] = {c.N, c.K, c.OH, c.OW};
+  float *xp = (float *)x, *wp = (float *)w, *yp = y;
+  if (!is_plain(dl) && !(xp = malloc(sizeof(float) * (size_t)(c.N * c.C * c.H * c.W)))) return TEMPER_ENOMEM;
+  if (!is_plain(kl) && !(wp = malloc(sizeof(float) * (size_t)(c.K * Cg * c.R * c.S)))) goto oom;
+  if (!is_plain(ol) && !(yp = malloc(sizeof(float) * (size_t)(c.N * c.K * c.OH * c.OW)))) goto oom;
+  if (xp != x) relayout(x, dl, xp, "NCHW", "NCHW", xd);
+  if (wp != w) relayout(w, kl, wp, "OIHW", "OIHW", wd);
+  conv_plain(&c, xp, wp, yp);
+  if (yp != y) relayout(yp, "NCHW", y, ol, "NCHW", yd);
+  if (xp != x) free(xp);
+  if (wp != w) free(wp);
+  if (yp != y) free(yp);
+  return TEMPER_OK;
+oom:
+  if (xp != x) free(xp);
+  if (wp != w) free(wp);
+  return TEMPER_ENOMEM;
+}
+
+static void pool_plain(const node *n, const float *x, float *y, int64_t NC, int64_t H, int64_t W, int64_t OH, int64_t OW) {
+  const attrs_t *a = n->attrs;
   int is_max = n->op == OP_MAX_POOL2D, global = n->op == OP_GLOBAL_AVG_POOL2D;
   int64_t kh = global ? H : a->v[ATTR_POOL_SIZE].i[0], kw = global ? W : a->v[ATTR_POOL_SIZE].i[1];
   int64_t sh = global ? 1 : a->v[ATTR_STRIDES].i[0], sw = global ? 1 : a->v[ATTR_STRIDES].i[1];
@@ -87,6 +134,23 @@ static void ref_pool(const node *n, const float *x, float *y) {
         }
         y[(p * OH + oh) * OW + ow] = (float)acc;
       }
+}
+
+static temper_status ref_pool(const node *n, const float *x, float *y) {
+  const shape_t *xs = &n->args[0]->ty.shape, *ys = &n->ty.shape;
+  const char *l = n->attrs->v[ATTR_LAYOUT].s;
+  int b = layout_block(l, 'c');
+  int64_t N = xs->d[0], C = xs->d[1] * (b ? b : 1), H = xs->d[2], W = xs->d[3], OH = ys->d[2], OW = ys->d[3];
+  if (!b) { pool_plain(n, x, y, N * C, H, W, OH, OW); return TEMPER_OK; }
+  float *xp = malloc(sizeof(float) * (size_t)(N * C * H * W)), *yp = malloc(sizeof(float) * (size_t)(N * C * OH * OW));
+  if (!xp || !yp) { free(xp); free(yp); return TEMPER_ENOMEM; }
+  int64_t xd[4] = {N, C, H, W}, yd[4] = {N, C, OH, OW};
+  relayout(x, l, xp, "NCHW", "NCHW", xd);
+  pool_plain(n, xp, yp, N * C, H, W, OH, OW);
+  relayout(yp, "NCHW", y, l, "NCHW", yd);
+  free(xp);
+  free(yp);
+  return TEMPER_OK;
 }
 
 static float ref_unary(int op, const attrs_t *a, float v) {
@@ -119,7 +183,9 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
   int64_t coord[TEMPER_MAX_DIMS];
   const attrs_t *a = n->attrs;
   switch ((op_id)n->op) {
-  case OP_CONV2D: ref_conv2d(n, in[0], in[1], y); break;
+  case OP_CONV2D:
+    if (ref_conv2d(n, in[0], in[1], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+    break;
   case OP_DENSE: {
     int64_t B = ys->d[0], U = ys->d[1], I = n->args[0]->ty.shape.d[1];
     for (int64_t b = 0; b < B; b++)
@@ -130,7 +196,9 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
       }
     break;
   }
-  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D: ref_pool(n, in[0], y); break;
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D:
+    if (ref_pool(n, in[0], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+    break;
   case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP:
     for (int64_t i = 0; i < total; i++) y[i] = ref_unary(n->op, a, in[0][i]);
     break;
@@ -203,13 +271,19 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
       }
     break;
   }
-  case OP_LAYOUT_TRANSFORM: {   /* OIHW → OIHW<b>o, zero-padded */
+  case OP_LAYOUT_TRANSFORM: {
+    const char *src = a->v[ATTR_SRC_LAYOUT].s, *dst = a->v[ATTR_DST_LAYOUT].s;
+    layout_t ls;
+    layout_parse(src, &ls);
+    char axes[9] = {0};
+    int64_t dims[8];
+    int np = 0;
     const shape_t *xs = &n->args[0]->ty.shape;
-    int64_t b = ys->d[4], O = xs->d[0], inner = xs->d[1] * xs->d[2] * xs->d[3];
-    for (int64_t i = 0; i < total; i++) {
-      int64_t lane = i % b, rest = (i / b) % inner, ob = i / b / inner, o = ob * b + lane;
-      y[i] = o < O ? in[0][o * inner + rest] : 0.0f;
-    }
+    for (int i = 0; i < ls.n; i++)
+      if (!ls.factor[i]) dims[np] = xs->d[i], axes[np++] = ls.axis[i];
+    for (int i = 0; i < ls.n; i++)
+      if (ls.factor[i]) dims[strchr(axes, ls.axis[i] - ('a' - 'A')) - axes] *= ls.factor[i];
+    relayout(in[0], src, y, dst, axes, dims);
     break;
   }
   case OP_COUNT: case OP_FUNCALL: return diag_fail(d, TEMPER_EINTERNAL, "reference: bad op");

@@ -38,26 +38,44 @@ static temper_status broadcast(diag *d, const node *call, const shape_t *a, cons
   return TEMPER_OK;
 }
 
+/* the primal NCHW shape of an activation in layout `name` */
+static temper_status activation_primal(diag *d, const node *n, const char *what, const char *name, const shape_t *ps,
+                                       int64_t *nchw) {
+  layout_t l;
+  if (layout_parse(name, &l) || l.n != ps->ndim || l.n < 4 || strncmp(l.axis, "NCHW", 4) || (l.n == 5 && l.axis[4] != 'c') ||
+      l.n > 5)
+    return diag_error(d, n->loc, "%s: %s \"%s\" is not supported for a %d-d input (use NCHW or NCHW<b>c)", ir_op_name(n), what,
+                      name, ps->ndim);
+  for (int i = 0; i < 4; i++) nchw[i] = ps->d[i];
+  if (l.n == 5) nchw[1] *= l.factor[4];
+  return TEMPER_OK;
+}
+
 static temper_status infer_conv2d(diag *d, node *n, shape_t *o) {
-  TRY(want_tensor(d, n, 0, 4));
+  TRY(want_tensor(d, n, 0, -1));
+  TRY(want_tensor(d, n, 1, -1));
   const attrs_t *a = n->attrs;
-  const char *kl = a->v[ATTR_KERNEL_LAYOUT].s;
-  int blk = layout_block(kl, 'o');
-  if (strcmp(a->v[ATTR_DATA_LAYOUT].s, "NCHW"))
-    return diag_error(d, n->loc, "nn.conv2d: data_layout \"%s\" is not supported (use NCHW)", a->v[ATTR_DATA_LAYOUT].s);
-  if (strcmp(kl, "OIHW") && !(blk && !strncmp(kl, "OIHW", 4)))
-    return diag_error(d, n->loc, "nn.conv2d: kernel_layout \"%s\" is not supported (use OIHW)", kl);
-  TRY(want_tensor(d, n, 1, blk ? 5 : 4));
-  const shape_t *x = &n->args[0]->ty.shape, *w = &n->args[1]->ty.shape;
-  int64_t C = x->d[1], G = a->v[ATTR_GROUPS].i[0];
-  int64_t K = blk ? a->v[ATTR_CHANNELS].i[0] : w->d[0], R = w->d[2], S = w->d[3];
+  const char *dl = a->v[ATTR_DATA_LAYOUT].s, *kl = a->v[ATTR_KERNEL_LAYOUT].s;
+  const char *ol = a->v[ATTR_OUT_LAYOUT].s[0] ? a->v[ATTR_OUT_LAYOUT].s : dl;
+  int64_t x[4];
+  TRY(activation_primal(d, n, "data_layout", dl, &n->args[0]->ty.shape, x));
+  layout_t wl, yl;
+  const shape_t *w = &n->args[1]->ty.shape;
+  if (layout_parse(kl, &wl) || strncmp(wl.axis, "OIHW", 4) || wl.n != w->ndim || wl.n > 6)
+    return diag_error(d, n->loc, "nn.conv2d: kernel_layout \"%s\" is not supported for a %d-d weight (use OIHW)", kl, w->ndim);
+  if (layout_parse(ol, &yl) || yl.n < 4 || yl.n > 5 || strncmp(yl.axis, "NCHW", 4))
+    return diag_error(d, n->loc, "nn.conv2d: out_layout \"%s\" is not supported", ol);
+  int ob = layout_block(kl, 'o'), ib = layout_block(kl, 'i');
+  int64_t C = x[1], G = a->v[ATTR_GROUPS].i[0];
+  int64_t K = ob ? a->v[ATTR_CHANNELS].i[0] : w->d[0], Cw = w->d[1] * (ib ? ib : 1), R = w->d[2], S = w->d[3];
+  if (ob && !K) return diag_error(d, n->loc, "nn.conv2d: a blocked kernel_layout needs channels=");
   if (G < 1) return diag_error(d, n->loc, "nn.conv2d: groups must be positive, got %lld", (long long)G);
   if (C % G) return diag_error(d, n->loc, "nn.conv2d: groups=%lld does not divide the %lld input channels", (long long)G, (long long)C);
   if (K % G) return diag_error(d, n->loc, "nn.conv2d: groups=%lld does not divide the %lld output channels", (long long)G, (long long)K);
-  if (w->d[1] != C / G)
+  if (Cw != C / G)
     return diag_error(d, n->loc, "nn.conv2d: input has %lld channels (%lld per group), weight expects %lld",
-                      (long long)C, (long long)(C / G), (long long)w->d[1]);
-  if (blk && w->d[0] * blk < K) return diag_error(d, n->loc, "nn.conv2d: packed weight too small");
+                      (long long)C, (long long)(C / G), (long long)Cw);
+  if (ob && w->d[0] * ob < K) return diag_error(d, n->loc, "nn.conv2d: packed weight too small");
   if (a->v[ATTR_CHANNELS].i[0] && a->v[ATTR_CHANNELS].i[0] != K)
     return diag_error(d, n->loc, "nn.conv2d: channels=%lld but the weight has %lld output channels",
                       (long long)a->v[ATTR_CHANNELS].i[0], (long long)K);
@@ -67,24 +85,23 @@ static temper_status infer_conv2d(diag *d, node *n, shape_t *o) {
                       (long long)ks[0], (long long)ks[1], (long long)R, (long long)S);
   const int64_t *st = a->v[ATTR_STRIDES].i, *pad = a->v[ATTR_PADDING].i, *dil = a->v[ATTR_DILATION].i;
   int64_t eh = dil[0] * (R - 1) + 1, ew = dil[1] * (S - 1) + 1;
-  int64_t ph = x->d[2] + pad[0] + pad[2], pw = x->d[3] + pad[1] + pad[3];
+  int64_t ph = x[2] + pad[0] + pad[2], pw = x[3] + pad[1] + pad[3];
   if (eh > ph || ew > pw)
     return diag_error(d, n->loc, "nn.conv2d: the %lldx%lld kernel (dilated %lldx%lld) is larger than the padded "
                       "%lldx%lld input", (long long)R, (long long)S, (long long)eh, (long long)ew, (long long)ph, (long long)pw);
-  o->ndim = 4;
-  o->d[0] = x->d[0];
-  o->d[1] = K;
-  o->d[2] = (ph - eh) / st[0] + 1;
-  o->d[3] = (pw - ew) / st[1] + 1;
+  int64_t y[4] = {x[0], K, (ph - eh) / st[0] + 1, (pw - ew) / st[1] + 1};
+  if (yl.n == 5 && K % yl.factor[4])
+    return diag_error(d, n->loc, "nn.conv2d: out_layout \"%s\" does not divide the %lld output channels", ol, (long long)K);
+  layout_shape(&yl, "NCHW", y, o);
   return TEMPER_OK;
 }
 
 static temper_status infer_pool(diag *d, node *n, shape_t *o) {
-  TRY(want_tensor(d, n, 0, 4));
+  TRY(want_tensor(d, n, 0, -1));
   const shape_t *x = &n->args[0]->ty.shape;
   const attrs_t *a = n->attrs;
-  if (strcmp(a->v[ATTR_LAYOUT].s, "NCHW"))
-    return diag_error(d, n->loc, "%s: layout \"%s\" is not supported (use NCHW)", ir_op_name(n), a->v[ATTR_LAYOUT].s);
+  int64_t nchw[4];
+  TRY(activation_primal(d, n, "layout", a->v[ATTR_LAYOUT].s, x, nchw));
   *o = *x;
   if (n->op == OP_GLOBAL_AVG_POOL2D) { o->d[2] = o->d[3] = 1; return TEMPER_OK; }
   const int64_t *k = a->v[ATTR_POOL_SIZE].i, *st = a->v[ATTR_STRIDES].i, *pad = a->v[ATTR_PADDING].i,
@@ -135,20 +152,27 @@ static temper_status infer_reshape(diag *d, node *n, shape_t *o) {
   return TEMPER_OK;
 }
 
+/* src and dst name the same primal axes; src's splits divide their axes */
 static temper_status infer_layout_transform(diag *d, node *n, shape_t *o) {
   const shape_t *x = &n->args[0]->ty.shape;
   const char *src = n->attrs->v[ATTR_SRC_LAYOUT].s, *dst = n->attrs->v[ATTR_DST_LAYOUT].s;
-  int b = layout_block(dst, 'o');
-  if (!strcmp(src, "OIHW") && b && x->ndim == 4 && !strncmp(dst, "OIHW", 4)) {
-    o->ndim = 5;
-    o->d[0] = (x->d[0] + b - 1) / b;
-    o->d[1] = x->d[1];
-    o->d[2] = x->d[2];
-    o->d[3] = x->d[3];
-    o->d[4] = b;
-    return TEMPER_OK;
+  layout_t ls, ld;
+  char axes[9] = {0};
+  int64_t dims[8];
+  if (layout_parse(src, &ls) || layout_parse(dst, &ld) || ls.n != x->ndim)
+    return diag_error(d, n->loc, "layout_transform from \"%s\" to \"%s\" is not supported for a %d-d input", src, dst, x->ndim);
+  int np = 0;
+  for (int i = 0; i < ls.n; i++)
+    if (!ls.factor[i]) axes[np++] = ls.axis[i];
+  for (int p = 0; p < np; p++) {
+    int k = (int)(strchr(ls.axis, axes[p]) - ls.axis);
+    dims[p] = x->d[k];
+    for (int i = 0; i < ls.n; i++)
+      if (ls.factor[i] && ls.axis[i] == axes[p] + ('a' - 'A')) dims[p] *= ls.factor[i];
   }
-  return diag_error(d, n->loc, "layout_transform from \"%s\" to \"%s\" is not supported", src, dst);
+  if (layout_shape(&ld, axes, dims, o))
+    return diag_error(d, n->loc, "layout_transform: \"%s\" and \"%s\" name different axes", src, dst);
+  return TEMPER_OK;
 }
 
 static temper_status infer_op(diag *d, node *n) {

@@ -78,14 +78,41 @@ static lexpr *eval_injective(epi *e, const node *x, lexpr *const *coord) {
     }
     return val;
   }
-  case OP_LAYOUT_TRANSFORM: {   /* OIHW → OIHW<b>o: out (ob, i, h, w, l) reads o = ob*b + l */
-    int64_t b = x->ty.shape.d[4], O = x->args[0]->ty.shape.d[0];
-    lexpr *o = lx_add(f, lx_mul(f, coord[0], lx_int(f, b)), coord[4]);
-    ic[0] = lx_bin(f, LO_MIN, o, lx_int(f, O - 1));
-    ic[1] = coord[1];
-    ic[2] = coord[2];
-    ic[3] = coord[3];
-    return lx_select(f, lx_bin(f, LO_LT, o, lx_int(f, O)), epi_eval(e, x->args[0], ic), lx_flt(f, 0, 1));
+  case OP_LAYOUT_TRANSFORM: {   /* physical dst coord → primal → physical src coord */
+    layout_t ls, ld;
+    layout_parse(x->attrs->v[ATTR_SRC_LAYOUT].s, &ls);
+    layout_parse(x->attrs->v[ATTR_DST_LAYOUT].s, &ld);
+    const shape_t *xs = &x->args[0]->ty.shape;
+    char axes[9] = {0};
+    int64_t dims[8], fsrc[8], fdst[8];
+    int np = 0;
+    for (int i = 0; i < ls.n; i++)
+      if (!ls.factor[i]) dims[np] = xs->d[i], fsrc[np] = 1, fdst[np] = 1, axes[np++] = ls.axis[i];
+    for (int i = 0; i < ls.n; i++)
+      if (ls.factor[i]) {
+        int pi = (int)(strchr(axes, ls.axis[i] - ('a' - 'A')) - axes);
+        dims[pi] *= ls.factor[i];
+        fsrc[pi] = ls.factor[i];
+      }
+    for (int i = 0; i < ld.n; i++)
+      if (ld.factor[i]) fdst[strchr(axes, ld.axis[i] - ('a' - 'A')) - axes] = ld.factor[i];
+    lexpr *prim[8];
+    for (int p = 0; p < np; p++) prim[p] = lx_int(f, 0);
+    for (int i = 0; i < ld.n; i++) {
+      int pi = (int)(strchr(axes, ld.factor[i] ? ld.axis[i] - ('a' - 'A') : ld.axis[i]) - axes);
+      prim[pi] = lx_add(f, prim[pi], ld.factor[i] ? coord[i] : lx_mul(f, coord[i], lx_int(f, fdst[pi])));
+    }
+    lexpr *ok = lx_int(f, 1);
+    for (int p = 0; p < np; p++)
+      if (fdst[p] > 1 && dims[p] % fdst[p]) {   /* dst pads this axis */
+        ok = lx_bin(f, LO_AND, ok, lx_bin(f, LO_LT, prim[p], lx_int(f, dims[p])));
+        prim[p] = lx_bin(f, LO_MIN, prim[p], lx_int(f, dims[p] - 1));
+      }
+    for (int i = 0; i < ls.n; i++) {
+      int pi = (int)(strchr(axes, ls.factor[i] ? ls.axis[i] - ('a' - 'A') : ls.axis[i]) - axes);
+      ic[i] = ls.factor[i] ? lx_bin(f, LO_MOD, prim[pi], lx_int(f, fsrc[pi])) : lx_bin(f, LO_DIV, prim[pi], lx_int(f, fsrc[pi]));
+    }
+    return lx_select(f, ok, epi_eval(e, x->args[0], ic), lx_flt(f, 0, 1));
   }
   }
   diag_fail(e->d, TEMPER_EINTERNAL, "epilogue: %s cannot be evaluated pointwise", ir_op_name(x));
@@ -208,8 +235,10 @@ temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out
   }
   p.out_buf = lf_buf(p.f, "out", shape_numel(&fn->body->ty.shape));
   const node *m = p.master;
-  if (m && m->op == OP_CONV2D && m->attrs->v[ATTR_GROUPS].i[0] == 1 && layout_block(m->attrs->v[ATTR_KERNEL_LAYOUT].s, 'o') == vec)
-    s = sched_conv2d_direct(&p, vec, d);
+  const char *sched = m && m->op == OP_CONV2D ? m->attrs->v[ATTR_SCHEDULE].s : "";
+  if (!strncmp(sched, "conv2d_nchwc:", 13)) s = sched_conv2d_nchwc(&p, vec, d);
+  else if (!strncmp(sched, "conv2d_1x1:", 11)) s = sched_conv2d_1x1(&p, vec, d);
+  else if (!strncmp(sched, "conv2d_depthwise:", 17)) s = sched_conv2d_depthwise(&p, vec, d);
   else if (m && m->op == OP_DENSE) s = sched_dense(&p, vec, d);
   else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);
   else s = sched_generic(&p, d);

@@ -4,6 +4,7 @@
  * unpacked conv2d), is a reduction into a scalar register, then the
  * epilogue. */
 #include <math.h>
+#include <string.h>
 #include "schedules.h"
 
 /* in-bounds test 0 <= v < hi */
@@ -22,6 +23,7 @@ static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c) {
   const shape_t *xs = &m->args[0]->ty.shape;
   const attrs_t *a = m->attrs;
   int global = m->op == OP_GLOBAL_AVG_POOL2D, is_max = m->op == OP_MAX_POOL2D;
+  int64_t cb = xs->ndim == 5 ? xs->d[4] : 1;   /* NCHW<cb>c: the inner channel is coordinate 4 */
   int64_t H = xs->d[2], W = xs->d[3];
   int64_t kh = global ? H : a->v[ATTR_POOL_SIZE].i[0], kw = global ? W : a->v[ATTR_POOL_SIZE].i[1];
   int64_t sh = global ? 1 : a->v[ATTR_STRIDES].i[0], sw = global ? 1 : a->v[ATTR_STRIDES].i[1];
@@ -41,6 +43,7 @@ static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c) {
   lexpr *ok = lx_bin(f, LO_AND, in_range(f, ih, H), in_range(f, iw, W));
   lexpr *plane = lx_add(f, lx_mul(f, c[0], lx_int(f, xs->d[1])), c[1]);
   lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, plane, lx_int(f, H)), clamp(f, ih, H)), lx_int(f, W)), clamp(f, iw, W));
+  if (cb > 1) idx = lx_add(f, lx_mul(f, idx, lx_int(f, cb)), c[4]);
   lexpr *x = lx_load(f, buf, idx, 1, 1, NULL);
   if (is_max) {
     ls_add(f, lsb, ls_set(f, acc, lx_select(f, ok, lx_bin(f, LO_FMAX, lx_slot(f, acc), x), lx_slot(f, acc))));
@@ -60,7 +63,7 @@ static lexpr *conv_value(prim *p, lstmt *body, lexpr *const *c) {
   const attrs_t *a = m->attrs;
   int64_t C = xs->d[1], H = xs->d[2], W = xs->d[3], K = m->ty.shape.d[1];
   int64_t G = a->v[ATTR_GROUPS].i[0], Cg = C / G, Kg = K / G, R = ws->d[2], S = ws->d[3];
-  int blk = layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o');
+  int blk = 0;
   int xb = epi_param_buf(p, m->args[0]), wb = epi_param_buf(p, m->args[1]);
   int acc = lf_slot(f, 1);
   ls_add(f, body, ls_decl(f, acc, lx_flt(f, 0, 1)));
@@ -103,6 +106,9 @@ temper_status sched_generic(prim *p, diag *d) {
   if (r) c[r - 1] = lx_var(f, vi);
   epi e = {.p = p, .lanes = 1, .d = d};
   const node *m = p->master;
+  if (m && m->op == OP_CONV2D && (m->ty.shape.ndim != 4 || strcmp(m->attrs->v[ATTR_KERNEL_LAYOUT].s, "OIHW")))
+    return diag_fail(d, TEMPER_EUNSUPPORTED, "conv2d in layout %s/%s needs a schedule attribute",
+                     m->attrs->v[ATTR_DATA_LAYOUT].s, m->attrs->v[ATTR_KERNEL_LAYOUT].s);
   if (m && m->op == OP_CONV2D) e.master_val = conv_value(p, li, c);
   else if (m && (m->op == OP_MAX_POOL2D || m->op == OP_AVG_POOL2D || m->op == OP_GLOBAL_AVG_POOL2D)) e.master_val = pool_value(p, li, c);
   else if (m) return diag_fail(d, TEMPER_EUNSUPPORTED, "no schedule for %s", ir_op_name(m));

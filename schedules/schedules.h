@@ -40,7 +40,9 @@ int epi_param_buf(const prim *p, const node *v);
 void sched_strides(const shape_t *s, int64_t *st);
 
 /* ---- templates ---- */
-temper_status sched_conv2d_direct(prim *p, int vec, diag *d);
+temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d);
+temper_status sched_conv2d_1x1(prim *p, int vec, diag *d);
+temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d);
 temper_status sched_dense(prim *p, int vec, diag *d);
 temper_status sched_softmax(prim *p, diag *d);
 temper_status sched_generic(prim *p, diag *d);   /* elementwise, injective, pools, any conv2d */

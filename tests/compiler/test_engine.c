@@ -82,11 +82,11 @@ static void test_seed_lower_and_run(void **state) {
   kernel **ks = NULL;
   int n = 0;
   assert_int_equal(engine_lower(engine, g->main, &ks, &n, &d), TEMPER_OK);
-  assert_int_equal(n, 2);
+  assert_int_equal(n, 2);   /* the first conv reads NCHW, the second writes NCHW: no transforms */
   assert_ptr_not_equal(ks[0], ks[1]);
   assert_non_null(strstr(ks[0]->name, "fused_nn_conv2d"));
   /* lower on one primitive function: that one kernel, from the cache */
-  node *first = g->main->body->args[0]->callee;
+  node *first = g->main->body->args[0]->callee;   /* main's result calls conv 2 on conv 1's call */
   assert_true(first->primitive);
   kernel **one = NULL;
   int n1 = 0;
@@ -251,7 +251,7 @@ static void test_loops_print(void **state) {
   lfunc *f = NULL;
   assert_int_equal(sched_lower(fn, 16, "k", &f, &d), TEMPER_OK);
   char *text = lf_print(f);
-  assert_non_null(strstr(text, "parallel for n_ko_oh"));
+  assert_non_null(strstr(text, "parallel for n_kb_oht"));
   assert_non_null(strstr(text, "fma("));
   assert_non_null(strstr(text, "fmax("));   /* the relu, in the epilogue */
   free(text);

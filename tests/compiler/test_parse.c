@@ -124,7 +124,7 @@ static const bad_case bad_cases[] = {
     {"def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) { nn.conv2d(%x, %w, data_layout=\"NHWC\") }",
      "data_layout \"NHWC\" is not supported"},
     {"def @main(%x: Tensor[(1, 3, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) { nn.conv2d(%x, %w) }",
-     "argument 1 must have 4 dimensions, has 3"},
+     "data_layout \"NCHW\" is not supported for a 3-d input"},
     {"def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(4, 3), float32]) { add(%x, %y) }",
      "do not broadcast (dimension 0: 2 vs 4)"},
     {"def @main(%x: Tensor[(2, 3), float32], %b: Tensor[(2), float32]) { nn.bias_add(%x, %b) }",

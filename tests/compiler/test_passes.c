@@ -201,10 +201,14 @@ static void test_pipeline_resnet_block(void **state) {
   char *p = print_graph(g);
   assert_null(strstr(p, "batch_norm"));
   assert_null(strstr(p, "multiply"));
-  int groups = 0;
+  int groups = 0, convs = 0;
   for (char *q = p; (q = strstr(q, "Primitive=1")); q++) groups++;
-  assert_int_equal(groups, 2);
-  assert_non_null(strstr(p, "add(%6, %p3)"));   /* the residual add lives in the second group */
+  for (char *q = p; (q = strstr(q, "nn.conv2d(")); q++) convs++;
+  /* NCHW → NCHW16c at the input; two conv groups; the second conv stores NCHW itself */
+  assert_int_equal(groups, 3);
+  assert_int_equal(convs, 2);
+  assert_non_null(strstr(p, "add(%8, %p3)"));   /* the residual add lives in the second conv group */
+  assert_non_null(strstr(p, "schedule=\"conv2d_nchwc:"));
   free(p);
   for (int i = 1; i < n_params; i++) free(vals[i]);
   free(vals);

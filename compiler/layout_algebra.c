@@ -1,0 +1,90 @@
+/* layout_algebra.c: layout strings (NCHW, NCHW16c, OIHW16i32o) and the index
+ * mapping between a primal coordinate and a physical one. */
+#include <ctype.h>
+#include <string.h>
+#include "compiler_int.h"
+
+int layout_parse(const char *s, layout_t *l) {
+  memset(l, 0, sizeof *l);
+  while (*s) {
+    if (l->n == 8) return -1;
+    if (isupper((unsigned char)*s)) {
+      l->axis[l->n++] = *s++;
+      continue;
+    }
+    int f = 0;
+    while (isdigit((unsigned char)*s)) {
+      f = f * 10 + (*s++ - '0');
+      if (f > 4096) return -1;
+    }
+    if (!f || !islower((unsigned char)*s)) return -1;
+    for (int i = 0; i < l->n; i++)   /* one split per axis */
+      if (l->axis[i] == *s) return -1;
+    l->axis[l->n] = *s++;
+    l->factor[l->n++] = f;
+  }
+  for (int i = 0; i < l->n; i++)   /* a sub-axis needs its primal axis */
+    if (l->factor[i] && !strchr(l->axis, toupper((unsigned char)l->axis[i]))) return -1;
+  return l->n ? 0 : -1;
+}
+
+static int sub_factor(const layout_t *l, char upper) {
+  for (int i = 0; i < l->n; i++)
+    if (l->factor[i] && toupper((unsigned char)l->axis[i]) == upper) return l->factor[i];
+  return 1;
+}
+
+static int primal_pos(const char *axes, char a) {
+  const char *p = strchr(axes, toupper((unsigned char)a));
+  return p ? (int)(p - axes) : -1;
+}
+
+int layout_shape(const layout_t *l, const char *axes, const int64_t *dims, shape_t *out) {
+  int np = 0;
+  for (int i = 0; i < l->n; i++) np += !l->factor[i];
+  if (np != (int)strlen(axes)) return -1;
+  out->ndim = l->n;
+  for (int i = 0; i < l->n; i++) {
+    int p = primal_pos(axes, l->axis[i]);
+    if (p < 0) return -1;
+    if (l->factor[i]) out->d[i] = l->factor[i];
+    else {
+      int64_t f = sub_factor(l, l->axis[i]);
+      out->d[i] = (dims[p] + f - 1) / f;
+    }
+  }
+  return 0;
+}
+
+int64_t layout_index(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *coord) {
+  int64_t idx = 0;
+  for (int i = 0; i < l->n; i++) {
+    int p = primal_pos(axes, l->axis[i]);
+    int64_t f = l->factor[i] ? l->factor[i] : sub_factor(l, l->axis[i]), size, c;
+    if (l->factor[i]) { size = f; c = coord[p] % f; }
+    else { size = (dims[p] + f - 1) / f; c = coord[p] / f; }
+    idx = idx * size + c;
+  }
+  return idx;
+}
+
+int layout_primal(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *pc, int64_t *coord) {
+  int np = (int)strlen(axes);
+  for (int p = 0; p < np; p++) coord[p] = 0;
+  for (int i = 0; i < l->n; i++) {
+    int p = primal_pos(axes, l->axis[i]);
+    if (l->factor[i]) coord[p] += pc[i];
+    else coord[p] += pc[i] * sub_factor(l, l->axis[i]);
+  }
+  for (int p = 0; p < np; p++)
+    if (coord[p] >= dims[p]) return 0;
+  return 1;
+}
+
+int layout_block(const char *layout, char axis) {
+  layout_t l;
+  if (layout_parse(layout, &l)) return 0;
+  for (int i = 0; i < l.n; i++)
+    if (l.factor[i] && l.axis[i] == axis) return l.factor[i];
+  return 0;
+}

@@ -1,0 +1,94 @@
+/* conv2d_1x1.c: a 1×1 conv2d (no padding, any stride) as a blocked GEMM.
+ * The output positions are flattened (m = oh·OW + ow), so a register tile
+ * of m_bn positions runs across row ends and small 7×7 outputs waste no
+ * tile; each position's input offset is computed once per tile.
+ *
+ *   parallel over (n, oc-block, m-tile)    [loop=1: (n, m-tile, oc-block)]
+ *     acc[t][j] = 0
+ *     for ic-block, ic (unrolled when unroll_ic):
+ *       w[j] = W[kb][icb][0][0][ic][j*16 : +16]
+ *       acc[t][j] += bcast(X[n][icb][pos(m0 + t)][ic]) * w[j]
+ *     epilogue(acc) → out[n][kb][m0 + t][0:ob]                           */
+#include "conv2d_common.h"
+
+static void tile(conv_ctx *c, lstmt *blk, int v_n, int v_kb, lexpr *m0, int mn, int unroll_ic) {
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  int acc[REG_BUDGET * 4], off[REG_BUDGET * 4], oh[REG_BUDGET * 4], ow[REG_BUDGET * 4];
+  for (int t = 0; t < mn; t++) {   /* per position: output row/column and input offset */
+    oh[t] = lf_var(f, "oh");
+    ow[t] = lf_var(f, "ow");
+    off[t] = lf_var(f, "xoff");
+    lexpr *m = lx_add(f, m0, CI(c, t));
+    ls_add(f, blk, ls_let(f, oh[t], lx_bin(f, LO_DIV, m, CI(c, c->OW))));
+    ls_add(f, blk, ls_let(f, ow[t], lx_bin(f, LO_MOD, m, CI(c, c->OW))));
+    lexpr *pos = lx_add(f, lx_mul(f, lx_mul(f, CV(c, oh[t]), CI(c, w->sh)), CI(c, w->W)), lx_mul(f, CV(c, ow[t]), CI(c, w->sw)));
+    ls_add(f, blk, ls_let(f, off[t], c->x_nchw ? pos : lx_mul(f, pos, CI(c, c->ib))));
+    for (int j = 0; j < c->nv; j++) {
+      acc[t * c->nv + j] = lf_slot(f, c->lanes);
+      ls_add(f, blk, ls_decl(f, acc[t * c->nv + j], lx_flt(f, 0, c->lanes)));
+    }
+  }
+  int vb = lf_var(f, "icb");
+  lstmt *lb = ls_add(f, blk, ls_for(f, vb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
+  int vxb = lf_var(f, "xbase"), vwb = lf_var(f, "wbase");
+  ls_add(f, lb, ls_let(f, vxb, lx_mul(f, lx_add(f, lx_mul(f, CV(c, v_n), CI(c, c->CB)), CV(c, vb)), CI(c, w->H * w->W * c->ib))));
+  ls_add(f, lb, ls_let(f, vwb, lx_mul(f, lx_add(f, lx_mul(f, CV(c, v_kb), CI(c, c->CB)), CV(c, vb)), CI(c, c->ib * c->ob))));
+  int64_t copies = unroll_ic ? c->ib : 1;
+  lstmt *li = lb;
+  int vi = -1;
+  if (!unroll_ic) {
+    vi = lf_var(f, "ic");
+    li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
+  }
+  for (int64_t u = 0; u < copies; u++) {
+    lexpr *ic = unroll_ic ? CI(c, u) : CV(c, vi);
+    int ws[4];
+    for (int j = 0; j < c->nv; j++) {
+      ws[j] = lf_slot(f, c->lanes);
+      lexpr *wi = lx_add(f, lx_add(f, CV(c, vwb), lx_mul(f, ic, CI(c, c->ob))), CI(c, (int64_t)j * c->lanes));
+      ls_add(f, li, ls_decl(f, ws[j], lx_load(f, c->wb, wi, c->lanes, 1, NULL)));
+    }
+    for (int t = 0; t < mn; t++) {
+      int xs = lf_slot(f, 1);
+      lexpr *icoff = c->x_nchw ? lx_mul(f, ic, CI(c, w->H * w->W)) : ic;
+      ls_add(f, li, ls_decl(f, xs, lx_load(f, c->xb, lx_add(f, lx_add(f, CV(c, vxb), CV(c, off[t])), icoff), 1, 1, NULL)));
+      for (int j = 0; j < c->nv; j++) {
+        int a = acc[t * c->nv + j];
+        ls_add(f, li, ls_set(f, a, lx_fma(f, lx_slot(f, xs), lx_slot(f, ws[j]), lx_slot(f, a))));
+      }
+    }
+  }
+  for (int t = 0; t < mn; t++)
+    for (int j = 0; j < c->nv; j++) conv_store(c, blk, acc[t * c->nv + j], CV(c, v_n), CV(c, v_kb), CV(c, oh[t]), CV(c, ow[t]), j);
+}
+
+temper_status sched_conv2d_1x1(prim *p, int vec, diag *d) {
+  conv_ctx c;
+  temper_status s = conv_ctx_init(&c, p, vec, d);
+  if (s) return s;
+  lfunc *f = c.f;
+  int64_t mb = cfg_get(&c.space, &c.cfg, "m_bn"), unroll = cfg_get(&c.space, &c.cfg, "unroll_ic"),
+          loop = cfg_get(&c.space, &c.cfg, "loop");
+  int64_t M = c.OH * c.OW, MT = (M + mb - 1) / mb, full = M / mb, rem = M % mb;
+  int v_n = lf_var(f, "n"), v_kb = lf_var(f, "kb"), v_mt = lf_var(f, "mt"), vt = lf_var(f, "task");
+  lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB * MT), LOOP_PARALLEL));
+  lexpr *t = CV(&c, vt);
+  ls_add(f, lt, ls_let(f, v_n, lx_bin(f, LO_DIV, t, CI(&c, c.KB * MT))));
+  if (loop == 0) {
+    ls_add(f, lt, ls_let(f, v_kb, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, t, CI(&c, MT)), CI(&c, c.KB))));
+    ls_add(f, lt, ls_let(f, v_mt, lx_bin(f, LO_MOD, t, CI(&c, MT))));
+  } else {
+    ls_add(f, lt, ls_let(f, v_mt, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, t, CI(&c, c.KB)), CI(&c, MT))));
+    ls_add(f, lt, ls_let(f, v_kb, lx_bin(f, LO_MOD, t, CI(&c, c.KB))));
+  }
+  lexpr *m0 = lx_mul(f, CV(&c, v_mt), CI(&c, mb));
+  if (!rem) tile(&c, lt, v_n, v_kb, m0, (int)mb, (int)unroll);
+  else if (!full) tile(&c, lt, v_n, v_kb, m0, (int)rem, (int)unroll);
+  else {
+    lstmt *br = ls_add(f, lt, ls_if(f, lx_bin(f, LO_LT, CV(&c, v_mt), CI(&c, full))));
+    tile(&c, ls_then(br), v_n, v_kb, m0, (int)mb, (int)unroll);
+    tile(&c, ls_else(br), v_n, v_kb, m0, (int)rem, (int)unroll);
+  }
+  return d->status;
+}

@@ -1,0 +1,78 @@
+/* conv2d_common.c: shared pieces of the conv2d templates. */
+#include <stdio.h>
+#include <string.h>
+#include "conv2d_common.h"
+
+temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
+  memset(c, 0, sizeof *c);
+  c->p = p;
+  c->f = p->f;
+  c->d = d;
+  const node *m = p->master;
+  const attrs_t *a = m->attrs;
+  if (workload_of(m, &c->w)) return diag_fail(d, TEMPER_EINTERNAL, "conv2d: not a conv2d");
+  space_build(&c->w, vec, &c->space);
+  char err[256];
+  if (config_parse(&c->space, a->v[ATTR_SCHEDULE].s, &c->cfg, err, sizeof err))
+    return diag_fail(d, TEMPER_EINVAL, "conv2d schedule \"%s\": %s", a->v[ATTR_SCHEDULE].s, err);
+  c->OH = workload_out(&c->w, 2);
+  c->OW = workload_out(&c->w, 3);
+  c->Cg = c->w.C / c->w.G;
+  c->Kg = c->w.K / c->w.G;
+  c->ib = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c');
+  c->x_nchw = !c->ib;
+  if (c->x_nchw) c->ib = layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i');
+  c->ob = layout_block(a->v[ATTR_OUT_LAYOUT].s, 'c');
+  const node *b = p->fn->body;
+  c->y_nchw = b->kind == N_CALL && b->op == OP_LAYOUT_TRANSFORM && !strcmp(b->attrs->v[ATTR_DST_LAYOUT].s, "NCHW");
+  if (!c->ib || !c->ob || layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o') != c->ob ||
+      (c->x_nchw && c->cfg.tmpl == TMPL_DEPTHWISE) ||
+      (layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i') != c->ib && c->cfg.tmpl != TMPL_DEPTHWISE))
+    return diag_fail(d, TEMPER_EINTERNAL, "conv2d: the layouts (%s, %s, %s) do not match the schedule %s", a->v[ATTR_DATA_LAYOUT].s,
+                     a->v[ATTR_KERNEL_LAYOUT].s, a->v[ATTR_OUT_LAYOUT].s, a->v[ATTR_SCHEDULE].s);
+  c->CB = c->w.C / c->ib;
+  c->KB = c->w.K / c->ob;
+  c->lanes = (int)(c->ob < vec ? c->ob : vec);
+  c->nv = (int)(c->ob / c->lanes);
+  c->xb = epi_param_buf(p, m->args[0]);
+  c->wb = epi_param_buf(p, m->args[1]);
+  return TEMPER_OK;
+}
+
+lexpr *conv_in_range(conv_ctx *c, lexpr *v, int64_t hi) {
+  lfunc *f = c->f;
+  return lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), v), lx_bin(f, LO_LT, v, CI(c, hi)));
+}
+
+lexpr *conv_clamp(conv_ctx *c, lexpr *v, int64_t hi) {
+  return lx_bin(c->f, LO_MIN, lx_bin(c->f, LO_MAX, v, CI(c, 0)), CI(c, hi - 1));
+}
+
+lexpr *conv_x_index(conv_ctx *c, lexpr *n, lexpr *icb, lexpr *ici, lexpr *ih, lexpr *iw) {
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  if (c->x_nchw) {
+    lexpr *ch = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, CI(c, c->CB)), icb), CI(c, c->ib)), ici);
+    return lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, ch, CI(c, w->H)), ih), CI(c, w->W)), iw);
+  }
+  lexpr *plane = lx_add(f, lx_mul(f, n, CI(c, c->CB)), icb);
+  return lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, plane, CI(c, w->H)), ih), CI(c, w->W)), iw), CI(c, c->ib)), ici);
+}
+
+void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow, int j) {
+  lfunc *f = c->f;
+  lexpr *coord[5] = {n, kb, oh, ow, CI(c, (int64_t)j * c->lanes)};
+  epi e = {.p = c->p, .master_val = lx_slot(f, acc), .lane_axis = 4, .lanes = c->lanes, .d = c->d};
+  const node *b = c->p->fn->body;
+  if (c->y_nchw) {   /* the epilogue ends in NCHW<ob>c → NCHW: one strided store */
+    lexpr *v = epi_eval(&e, b->args[0], coord);
+    lexpr *ch = lx_add(f, lx_add(f, lx_mul(f, kb, CI(c, c->ob)), CI(c, (int64_t)j * c->lanes)), lx_mul(f, n, CI(c, c->w.K)));
+    lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, ch, CI(c, c->OH)), oh), CI(c, c->OW)), ow);
+    ls_add(f, blk, ls_store(f, c->p->out_buf, idx, v, c->OH * c->OW, NULL));
+    return;
+  }
+  lexpr *v = epi_eval(&e, b, coord);
+  lexpr *pix = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, CI(c, c->KB)), kb), CI(c, c->OH)), oh), CI(c, c->OW)), ow);
+  lexpr *idx = lx_add(f, lx_mul(f, pix, CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
+  ls_add(f, blk, ls_store(f, c->p->out_buf, idx, v, 1, NULL));
+}

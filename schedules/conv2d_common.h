@@ -1,0 +1,36 @@
+/* conv2d_common.h: what the conv2d templates share: the blocked shapes of a
+ * conv2d in NCHW<ib>c / OIHW<ib>i<ob>o / NCHW<ob>c, its config, and the
+ * epilogue store of one accumulator vector. */
+#ifndef TEMPER_CONV2D_COMMON_H
+#define TEMPER_CONV2D_COMMON_H
+#include "schedules.h"
+#include "space.h"
+
+typedef struct conv_ctx {
+  prim *p;
+  lfunc *f;
+  conv_workload w;
+  task_space space;
+  sched_config cfg;
+  int64_t OH, OW, Cg, Kg;
+  int64_t ib, ob;           /* input / output channel blocks */
+  int x_nchw;               /* the input is plain NCHW (ib is then only a loop block) */
+  int y_nchw;               /* the function ends in a transform to NCHW: store there */
+  int64_t CB, KB;           /* blocks of all input / output channels */
+  int lanes, nv;            /* floats per vector, vectors per output block */
+  int xb, wb;               /* buffer ids */
+  diag *d;
+} conv_ctx;
+
+/* Reads the blocked conv2d and its schedule attribute. */
+temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d);
+static inline lexpr *CI(conv_ctx *c, int64_t v) { return lx_int(c->f, v); }
+static inline lexpr *CV(conv_ctx *c, int v) { return lx_var(c->f, v); }
+/* element index of input (n, channel block icb, channel ici within it, ih, iw) */
+lexpr *conv_x_index(conv_ctx *c, lexpr *n, lexpr *icb, lexpr *ici, lexpr *ih, lexpr *iw);
+/* epilogue of accumulator vector j (lanes kb*ob + j*lanes ...) at (n, oh, ow), stored */
+void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow, int j);
+/* 0 <= v < hi */
+lexpr *conv_in_range(conv_ctx *c, lexpr *v, int64_t hi);
+lexpr *conv_clamp(conv_ctx *c, lexpr *v, int64_t hi);
+#endif

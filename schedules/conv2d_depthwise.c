@@ -1,0 +1,122 @@
+/* conv2d_depthwise.c: depthwise conv2d (groups = channels = outputs) in
+ * NCHW<cb>c: the lanes are channels, so both the input and the weight are
+ * vector loads and no broadcast is needed.
+ *
+ *   parallel over (n, c-block, oh)       [par=1: (n, c-block), oh serial]
+ *     for each tile of ow_bn columns:  acc[t][j] = 0
+ *       for r (rows clipped to the input), s (unrolled when unroll_kw):
+ *         w[j] = W[cb][0][r][s][0][j*16 : +16]
+ *         acc[t][j] += X[n][cb][ih][iw(t, s)][j*16 : +16] * w[j]
+ *       epilogue(acc) → out[n][cb][oh][ow][0:cb]                            */
+#include "conv2d_common.h"
+
+typedef struct dw {
+  conv_ctx *c;
+  int64_t ow_bn, unroll;
+  int v_n, v_cb, v_oh, v_ih0, v_rlo, v_rext;
+} dw;
+
+static void reduction(dw *k, lstmt *blk, lexpr *ow0, int own, int *acc, int checked) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  int vr = lf_var(f, "r");
+  lstmt *lr = ls_add(f, blk, ls_for(f, vr, CV(c, k->v_rlo), CV(c, k->v_rext), LOOP_SERIAL));
+  lexpr *ih = lx_add(f, CV(c, k->v_ih0), lx_mul(f, CV(c, vr), CI(c, w->dh)));
+  lexpr *row = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_n), CI(c, c->CB)), CV(c, k->v_cb)), CI(c, w->H)), ih), CI(c, w->W));
+  for (int64_t si = 0; si < (k->unroll ? w->S : 1); si++) {
+    lstmt *sb = lr;
+    lexpr *s;
+    if (k->unroll) s = CI(c, si);
+    else {
+      int vs = lf_var(f, "s");
+      sb = ls_add(f, lr, ls_for(f, vs, CI(c, 0), CI(c, w->S), LOOP_SERIAL));
+      s = CV(c, vs);
+    }
+    int ws[4];
+    lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, w->R)), CV(c, vr)), CI(c, w->S)), s), CI(c, c->ob));
+    for (int j = 0; j < c->nv; j++) {
+      ws[j] = lf_slot(f, c->lanes);
+      ls_add(f, sb, ls_decl(f, ws[j], lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL)));
+    }
+    for (int t = 0; t < own; t++) {
+      lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, s, CI(c, w->dw)));
+      lexpr *iwc = checked ? conv_clamp(c, iw, w->W) : iw;
+      for (int j = 0; j < c->nv; j++) {
+        lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
+        lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
+        if (checked) x = lx_select(f, conv_in_range(c, iw, w->W), x, lx_flt(f, 0, c->lanes));
+        int a = acc[t * c->nv + j];
+        ls_add(f, sb, ls_set(f, a, lx_fma(f, x, lx_slot(f, ws[j]), lx_slot(f, a))));
+      }
+    }
+  }
+}
+
+static void tile(dw *k, lstmt *blk, lexpr *ow0, int own) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  int acc[REG_BUDGET * 4];
+  for (int i = 0; i < own * c->nv; i++) {
+    acc[i] = lf_slot(f, c->lanes);
+    ls_add(f, blk, ls_decl(f, acc[i], lx_flt(f, 0, c->lanes)));
+  }
+  lexpr *c0 = lx_bin(f, LO_SUB, lx_mul(f, ow0, CI(c, w->sw)), CI(c, w->pl));
+  lexpr *c1 = lx_add(f, c0, CI(c, (own - 1) * w->sw + (w->S - 1) * w->dw));
+  lexpr *inside = lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), c0), lx_bin(f, LO_LT, c1, CI(c, w->W)));
+  if (inside->k == LX_INT) reduction(k, blk, ow0, own, acc, !inside->ival);
+  else {
+    lstmt *br = ls_add(f, blk, ls_if(f, inside));
+    reduction(k, ls_then(br), ow0, own, acc, 0);
+    reduction(k, ls_else(br), ow0, own, acc, 1);
+  }
+  for (int t = 0; t < own; t++)
+    for (int j = 0; j < c->nv; j++)
+      conv_store(c, blk, acc[t * c->nv + j], CV(c, k->v_n), CV(c, k->v_cb), CV(c, k->v_oh), lx_add(f, ow0, CI(c, t)), j);
+}
+
+temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d) {
+  conv_ctx c;
+  temper_status s = conv_ctx_init(&c, p, vec, d);
+  if (s) return s;
+  lfunc *f = c.f;
+  const conv_workload *w = &c.w;
+  dw k = {.c = &c, .ow_bn = cfg_get(&c.space, &c.cfg, "ow_bn"), .unroll = cfg_get(&c.space, &c.cfg, "unroll_kw")};
+  int64_t par = cfg_get(&c.space, &c.cfg, "par");
+  k.v_n = lf_var(f, "n");
+  k.v_cb = lf_var(f, "cb");
+  k.v_oh = lf_var(f, "oh");
+  k.v_ih0 = lf_var(f, "ih0");
+  k.v_rlo = lf_var(f, "r_lo");
+  k.v_rext = lf_var(f, "r_ext");
+  lstmt *blk;
+  if (par == 0) {
+    int vt = lf_var(f, "n_cb_oh");
+    blk = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, w->N * c.KB * c.OH), LOOP_PARALLEL));
+    ls_add(f, blk, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.KB * c.OH))));
+    ls_add(f, blk, ls_let(f, k.v_cb, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.OH)), CI(&c, c.KB))));
+    ls_add(f, blk, ls_let(f, k.v_oh, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, c.OH))));
+  } else {
+    int vt = lf_var(f, "n_cb");
+    lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, w->N * c.KB), LOOP_PARALLEL));
+    ls_add(f, lt, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.KB))));
+    ls_add(f, lt, ls_let(f, k.v_cb, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, c.KB))));
+    blk = ls_add(f, lt, ls_for(f, k.v_oh, CI(&c, 0), CI(&c, c.OH), LOOP_SERIAL));
+  }
+  /* rows r with 0 <= ih0 + r*dh < H */
+  ls_add(f, blk, ls_let(f, k.v_ih0, lx_bin(f, LO_SUB, lx_mul(f, CV(&c, k.v_oh), CI(&c, w->sh)), CI(&c, w->pt))));
+  lexpr *rlo = lx_bin(f, LO_MAX, CI(&c, 0), lx_bin(f, LO_DIV, lx_add(f, lx_bin(f, LO_SUB, CI(&c, 0), CV(&c, k.v_ih0)), CI(&c, w->dh - 1)), CI(&c, w->dh)));
+  lexpr *rhi = lx_bin(f, LO_MIN, CI(&c, w->R), lx_bin(f, LO_DIV, lx_add(f, lx_bin(f, LO_SUB, CI(&c, w->H), CV(&c, k.v_ih0)), CI(&c, w->dh - 1)), CI(&c, w->dh)));
+  ls_add(f, blk, ls_let(f, k.v_rlo, rlo));
+  ls_add(f, blk, ls_let(f, k.v_rext, lx_bin(f, LO_MAX, CI(&c, 0), lx_bin(f, LO_SUB, rhi, CV(&c, k.v_rlo)))));
+  int64_t full = c.OW / k.ow_bn, rem = c.OW % k.ow_bn;
+  if (full == 1) tile(&k, blk, CI(&c, 0), (int)k.ow_bn);
+  else if (full > 1) {
+    int vo = lf_var(f, "owt");
+    lstmt *lo = ls_add(f, blk, ls_for(f, vo, CI(&c, 0), CI(&c, full), LOOP_SERIAL));
+    tile(&k, lo, lx_mul(f, CV(&c, vo), CI(&c, k.ow_bn)), (int)k.ow_bn);
+  }
+  if (rem) tile(&k, blk, CI(&c, full * k.ow_bn), (int)rem);
+  return d->status;
+}

@@ -1,0 +1,207 @@
+/* conv2d_nchwc.c: direct conv2d in the blocked layouts, after AutoTVM's x86
+ * template. Input NCHW<ib>c, weights OIHW<ib>i<ob>o, output NCHW<ob>c; any
+ * stride, padding, dilation and groups (ob divides the output channels of a
+ * group, ib its input channels).
+ *
+ *   parallel over (n, oc-block, row-tile)          [par=0; par=1: (n, oc-block)]
+ *     for each tile of oh_bn rows × ow_bn columns:  acc[h][t][j] = 0
+ *       for ic-block, r, s, ic (order=0)  |  r, s, ic-block, ic (order=1)
+ *         w[j] = W[kb][icb][r][s][ic][j*16 : j*16+16]
+ *         acc[h][t][j] += bcast(X[n][icb][ih(h, r)][iw(t, s)][ic]) * w[j]
+ *       epilogue(acc) → out[n][kb][oh][ow][0:ob]        (contiguous vector stores)
+ *
+ * Tiles whose window lies inside the input take a path without bounds
+ * checks; border tiles select 0 for padding. unroll_kw replicates the s loop. */
+#include "conv2d_common.h"
+
+typedef struct nchwc {
+  conv_ctx *c;
+  int64_t oh_bn, ow_bn, unroll_kw, order, par, CBgb;
+  int v_n, v_kb;
+} nchwc;
+
+typedef struct red_pos { lexpr *icb_rel, *r, *s, *ici; } red_pos;
+
+/* how a tile treats the input's borders */
+typedef struct edges {
+  int rows;   /* rows may fall in the padding: test them at run time */
+  int cols;   /* columns may: constant ow0 and s resolve it now, else tested */
+} edges;
+
+static void body(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0, int ohn, int own, int *acc, edges e) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  lexpr *kb = CV(c, k->v_kb), *n = CV(c, k->v_n);
+  /* the group's first input block */
+  lexpr *icb = lx_add(f, lx_mul(f, lx_bin(f, LO_DIV, lx_mul(f, kb, CI(c, c->ob)), CI(c, c->Kg)), CI(c, k->CBgb)), p.icb_rel);
+  lexpr *wrow = lx_add(f, lx_mul(f, kb, CI(c, k->CBgb)), p.icb_rel);
+  lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, wrow, CI(c, w->R)), p.r), CI(c, w->S)), p.s),
+                                              CI(c, c->ib)), p.ici), CI(c, c->ob));
+  int wslot[4];
+  for (int j = 0; j < c->nv; j++) {
+    wslot[j] = lf_slot(f, c->lanes);
+    ls_add(f, blk, ls_decl(f, wslot[j], lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL)));
+  }
+  for (int h = 0; h < ohn; h++) {
+    lexpr *ih = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, oh0, CI(c, h)), CI(c, w->sh)), CI(c, w->pt)), lx_mul(f, p.r, CI(c, w->dh)));
+    for (int t = 0; t < own; t++) {
+      lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, p.s, CI(c, w->dw)));
+      int col_test = e.cols;
+      if (e.cols && iw->k == LX_INT) {   /* resolved now: skip a column in the padding */
+        if (iw->ival < 0 || iw->ival >= w->W) continue;
+        col_test = 0;
+      }
+      lexpr *ihc = e.rows ? conv_clamp(c, ih, w->H) : ih, *iwc = col_test ? conv_clamp(c, iw, w->W) : iw;
+      lexpr *xi = conv_x_index(c, n, icb, p.ici, ihc, iwc);
+      lexpr *x = lx_load(f, c->xb, xi, 1, 1, NULL);
+      lexpr *ok = lx_int(f, 1);
+      if (e.rows) ok = conv_in_range(c, ih, w->H);
+      if (col_test) ok = lx_bin(f, LO_AND, ok, conv_in_range(c, iw, w->W));
+      x = lx_select(f, ok, x, lx_flt(f, 0, 1));
+      int xs = lf_slot(f, 1);
+      ls_add(f, blk, ls_decl(f, xs, x));
+      for (int j = 0; j < c->nv; j++) {
+        int a = acc[(h * own + t) * c->nv + j];
+        ls_add(f, blk, ls_set(f, a, lx_fma(f, lx_slot(f, xs), lx_slot(f, wslot[j]), lx_slot(f, a))));
+      }
+    }
+  }
+}
+
+/* the s loop: a real loop, or S copies of the body */
+static void window_cols(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0, int ohn, int own, int *acc, edges e, int inner_ic) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  int64_t S = c->w.S;
+  for (int64_t s = 0; s < (k->unroll_kw ? S : 1); s++) {
+    lstmt *sb = blk;
+    if (k->unroll_kw) p.s = CI(c, s);
+    else {
+      int vs = lf_var(f, "s");
+      sb = ls_add(f, blk, ls_for(f, vs, CI(c, 0), CI(c, S), LOOP_SERIAL));
+      p.s = CV(c, vs);
+    }
+    if (inner_ic) {   /* order 1: ic-block and ic inside the window */
+      int vb = lf_var(f, "icb"), vi = lf_var(f, "ic");
+      lstmt *lb = ls_add(f, sb, ls_for(f, vb, CI(c, 0), CI(c, k->CBgb), LOOP_SERIAL));
+      lstmt *li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
+      p.icb_rel = CV(c, vb);
+      p.ici = CV(c, vi);
+      body(k, li, p, oh0, ow0, ohn, own, acc, e);
+    } else {
+      int vi = lf_var(f, "ic");
+      lstmt *li = ls_add(f, sb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
+      p.ici = CV(c, vi);
+      body(k, li, p, oh0, ow0, ohn, own, acc, e);
+    }
+  }
+}
+
+static void reduction(nchwc *k, lstmt *blk, lexpr *oh0, lexpr *ow0, int ohn, int own, int *acc, edges e) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  red_pos p = {0};
+  int vr = lf_var(f, "r");
+  if (k->order == 0) {
+    int vb = lf_var(f, "icb");
+    lstmt *lb = ls_add(f, blk, ls_for(f, vb, CI(c, 0), CI(c, k->CBgb), LOOP_SERIAL));
+    lstmt *lr = ls_add(f, lb, ls_for(f, vr, CI(c, 0), CI(c, c->w.R), LOOP_SERIAL));
+    p.icb_rel = CV(c, vb);
+    p.r = CV(c, vr);
+    window_cols(k, lr, p, oh0, ow0, ohn, own, acc, e, 0);
+  } else {
+    lstmt *lr = ls_add(f, blk, ls_for(f, vr, CI(c, 0), CI(c, c->w.R), LOOP_SERIAL));
+    p.r = CV(c, vr);
+    window_cols(k, lr, p, oh0, ow0, ohn, own, acc, e, 1);
+  }
+}
+
+/* one tile; rows_border says whether its rows can reach the padding */
+static void tile(nchwc *k, lstmt *blk, lexpr *oh0, lexpr *ow0, int ohn, int own, int cols_border) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  int acc[REG_BUDGET * 4];
+  for (int i = 0; i < ohn * own * c->nv; i++) {
+    acc[i] = lf_slot(f, c->lanes);
+    ls_add(f, blk, ls_decl(f, acc[i], lx_flt(f, 0, c->lanes)));
+  }
+  lexpr *r0 = lx_bin(f, LO_SUB, lx_mul(f, oh0, CI(c, w->sh)), CI(c, w->pt));
+  lexpr *r1 = lx_add(f, r0, CI(c, (ohn - 1) * w->sh + (w->R - 1) * w->dh));
+  lexpr *rows_in = lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), r0), lx_bin(f, LO_LT, r1, CI(c, w->H)));
+  if (rows_in->k == LX_INT) {
+    reduction(k, blk, oh0, ow0, ohn, own, acc, (edges){!rows_in->ival, cols_border});
+  } else {
+    lstmt *br = ls_add(f, blk, ls_if(f, rows_in));
+    reduction(k, ls_then(br), oh0, ow0, ohn, own, acc, (edges){0, cols_border});
+    reduction(k, ls_else(br), oh0, ow0, ohn, own, acc, (edges){1, cols_border});
+  }
+  for (int h = 0; h < ohn; h++)
+    for (int t = 0; t < own; t++)
+      for (int j = 0; j < c->nv; j++)
+        conv_store(c, blk, acc[(h * own + t) * c->nv + j], CV(c, k->v_n), CV(c, k->v_kb), lx_add(f, oh0, CI(c, h)),
+                   lx_add(f, ow0, CI(c, t)), j);
+}
+
+/* every column tile of a row tile: border tiles one by one with their
+ * columns known now, the interior ones in a loop without tests */
+static void row_tile(nchwc *k, lstmt *blk, lexpr *oh0, int ohn) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  int64_t full = c->OW / k->ow_bn, rem = c->OW % k->ow_bn, lo = full, hi = full;
+  for (int64_t t = 0; t < full; t++) {
+    int64_t first = t * k->ow_bn * w->sw - w->pl, last = first + (k->ow_bn - 1) * w->sw + (w->S - 1) * w->dw;
+    if (first >= 0 && last < w->W) {
+      if (lo == full) lo = t;
+      hi = t + 1;
+    }
+  }
+  for (int64_t t = 0; t < lo; t++) tile(k, blk, oh0, CI(c, t * k->ow_bn), ohn, (int)k->ow_bn, 1);
+  if (hi - lo == 1) tile(k, blk, oh0, CI(c, lo * k->ow_bn), ohn, (int)k->ow_bn, 0);
+  else if (hi > lo) {
+    int vo = lf_var(f, "owt");
+    lstmt *l = ls_add(f, blk, ls_for(f, vo, CI(c, lo), CI(c, hi - lo), LOOP_SERIAL));
+    tile(k, l, oh0, lx_mul(f, CV(c, vo), CI(c, k->ow_bn)), ohn, (int)k->ow_bn, 0);
+  }
+  for (int64_t t = hi; t < full; t++) tile(k, blk, oh0, CI(c, t * k->ow_bn), ohn, (int)k->ow_bn, 1);
+  if (rem) tile(k, blk, oh0, CI(c, full * k->ow_bn), ohn, (int)rem, 1);
+}
+
+temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
+  conv_ctx c;
+  temper_status s = conv_ctx_init(&c, p, vec, d);
+  if (s) return s;
+  lfunc *f = c.f;
+  nchwc k = {.c = &c, .oh_bn = cfg_get(&c.space, &c.cfg, "oh_bn"), .ow_bn = cfg_get(&c.space, &c.cfg, "ow_bn"),
+             .unroll_kw = cfg_get(&c.space, &c.cfg, "unroll_kw"), .order = cfg_get(&c.space, &c.cfg, "order"),
+             .par = cfg_get(&c.space, &c.cfg, "par"), .CBgb = c.Cg / c.ib};
+  int64_t OHT = (c.OH + k.oh_bn - 1) / k.oh_bn, full = c.OH / k.oh_bn, rem = c.OH % k.oh_bn;
+  k.v_n = lf_var(f, "n");
+  k.v_kb = lf_var(f, "kb");
+  int v_oht = lf_var(f, "oht");
+  lstmt *blk;
+  if (k.par == 0) {
+    int vt = lf_var(f, "n_kb_oht");
+    blk = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB * OHT), LOOP_PARALLEL));
+    ls_add(f, blk, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.KB * OHT))));
+    ls_add(f, blk, ls_let(f, k.v_kb, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, OHT)), CI(&c, c.KB))));
+    ls_add(f, blk, ls_let(f, v_oht, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, OHT))));
+  } else {
+    int vt = lf_var(f, "n_kb");
+    lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB), LOOP_PARALLEL));
+    ls_add(f, lt, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.KB))));
+    ls_add(f, lt, ls_let(f, k.v_kb, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, c.KB))));
+    blk = ls_add(f, lt, ls_for(f, v_oht, CI(&c, 0), CI(&c, OHT), LOOP_SERIAL));
+  }
+  lexpr *oh0 = lx_mul(f, CV(&c, v_oht), CI(&c, k.oh_bn));
+  if (!rem) row_tile(&k, blk, oh0, (int)k.oh_bn);
+  else if (!full) row_tile(&k, blk, oh0, (int)rem);
+  else {
+    lstmt *br = ls_add(f, blk, ls_if(f, lx_bin(f, LO_LT, CV(&c, v_oht), CI(&c, full))));
+    row_tile(&k, ls_then(br), oh0, (int)k.oh_bn);
+    row_tile(&k, ls_else(br), oh0, (int)rem);
+  }
+  return d->status;
+}

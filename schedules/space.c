@@ -1,0 +1,369 @@
+/* space.c: knob spaces of the conv2d templates, config indexing and text
+ * forms, workload keys, and the default config heuristic. */
+#include <ctype.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "space.h"
+
+const char *const tmpl_names[TMPL_COUNT] = {
+#define X(id, name, ver) name,
+    CONV_TEMPLATES(X)
+#undef X
+};
+const int tmpl_versions[TMPL_COUNT] = {
+#define X(id, name, ver) ver,
+    CONV_TEMPLATES(X)
+#undef X
+};
+
+int64_t workload_out(const conv_workload *w, int axis) {
+  if (axis == 2) return (w->H + w->pt + w->pb - w->dh * (w->R - 1) - 1) / w->sh + 1;
+  return (w->W + w->pl + w->pr - w->dw * (w->S - 1) - 1) / w->sw + 1;
+}
+
+int workload_of(const node *n, conv_workload *w) {
+  if (n->kind != N_CALL || n->op != OP_CONV2D) return -1;
+  const attrs_t *a = n->attrs;
+  const shape_t *x = &n->args[0]->ty.shape, *k = &n->args[1]->ty.shape;
+  int xb = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c'), ob = layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o');
+  int64_t C = x->d[1] * (xb ? xb : 1), K = ob ? a->v[ATTR_CHANNELS].i[0] : k->d[0];
+  *w = (conv_workload){x->d[0], C, x->d[2], x->d[3], K, k->d[2], k->d[3], a->v[ATTR_STRIDES].i[0],
+                       a->v[ATTR_STRIDES].i[1], a->v[ATTR_PADDING].i[0], a->v[ATTR_PADDING].i[1], a->v[ATTR_PADDING].i[2],
+                       a->v[ATTR_PADDING].i[3], a->v[ATTR_DILATION].i[0], a->v[ATTR_DILATION].i[1], a->v[ATTR_GROUPS].i[0]};
+  return 0;
+}
+
+void workload_key(const conv_workload *w, char *buf, size_t n) {
+  snprintf(buf, n, "conv2d_n%lld_c%lld_h%lld_w%lld_k%lld_r%llds%lld_st%lldx%lld_p%lldx%lldx%lldx%lld_d%lldx%lld_g%lld_f32_nchw",
+           (long long)w->N, (long long)w->C, (long long)w->H, (long long)w->W, (long long)w->K, (long long)w->R,
+           (long long)w->S, (long long)w->sh, (long long)w->sw, (long long)w->pt, (long long)w->pl, (long long)w->pb,
+           (long long)w->pr, (long long)w->dh, (long long)w->dw, (long long)w->G);
+}
+
+double workload_flops(const conv_workload *w) {
+  return 2.0 * (double)w->N * (double)w->K * (double)workload_out(w, 2) * (double)workload_out(w, 3) *
+         (double)(w->C / w->G) * (double)w->R * (double)w->S;
+}
+
+/* ---- knob construction ---- */
+static knob *add_knob(tmpl_space *t, const char *name, knob_kind k) {
+  knob *kb = &t->knobs[t->n_knobs++];
+  kb->name = name;
+  kb->kind = k;
+  kb->n = 0;
+  return kb;
+}
+
+static void divisors(knob *k, int64_t x, int64_t max, int64_t multiple_of) {
+  for (int64_t d = 1; d <= x && d <= max && k->n < SPACE_MAX_CANDS; d++)
+    if (x % d == 0 && d % multiple_of == 0) k->vals[k->n++] = d;
+}
+
+/* channel blocks for vectors: multiples of vec dividing x, else divisors up to vec */
+static void channel_blocks(knob *k, int64_t x, int vec) {
+  divisors(k, x, 64, vec);
+  if (k->n == 0) divisors(k, x, vec, 1);
+}
+
+static void tiles(knob *k, int64_t limit) {
+  static const int64_t c[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28};
+  for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+    if (c[i] <= limit) k->vals[k->n++] = c[i];
+}
+
+static void choice(knob *k, int n) {
+  for (int i = 0; i < n; i++) k->vals[k->n++] = i;
+}
+
+static void finish(task_space *s, tmpl_space *t) {
+  t->size = 1;
+  for (int i = 0; i < t->n_knobs; i++) t->size *= t->knobs[i].n;
+  t->offset = s->size;
+  s->size += t->size;
+  s->n_tmpl++;
+}
+
+void space_build(const conv_workload *w, int vec, task_space *s) {
+  memset(s, 0, sizeof *s);
+  s->w = *w;
+  s->vec = vec;
+  int64_t Cg = w->C / w->G, Kg = w->K / w->G, OH = workload_out(w, 2), OW = workload_out(w, 3);
+  int depthwise = w->G == w->C && w->G == w->K && w->G > 1;
+  int one = w->R == 1 && w->S == 1 && w->G == 1 && !w->pt && !w->pl && !w->pb && !w->pr;
+  if (!depthwise) {
+    tmpl_space *t = &s->t[s->n_tmpl];
+    t->tmpl = TMPL_NCHWC;
+    divisors(add_knob(t, "ic_bn", KNOB_SPLIT), Cg, 64, 1);
+    channel_blocks(add_knob(t, "oc_bn", KNOB_SPLIT), Kg, vec);
+    tiles(add_knob(t, "ow_bn", KNOB_SPLIT), OW);
+    tiles(add_knob(t, "oh_bn", KNOB_SPLIT), OH < 4 ? OH : 4);
+    choice(add_knob(t, "unroll_kw", KNOB_BOOL), 2);
+    choice(add_knob(t, "order", KNOB_CHOICE), 2);   /* 0: ic-block outside the window; 1: window outside */
+    choice(add_knob(t, "par", KNOB_CHOICE), 2);     /* 0: (n, oc-block, oh) in parallel; 1: (n, oc-block) */
+    finish(s, t);
+  }
+  if (one) {
+    tmpl_space *t = &s->t[s->n_tmpl];
+    t->tmpl = TMPL_1X1;
+    divisors(add_knob(t, "ic_bn", KNOB_SPLIT), w->C, 64, 1);
+    channel_blocks(add_knob(t, "oc_bn", KNOB_SPLIT), w->K, vec);
+    tiles(add_knob(t, "m_bn", KNOB_SPLIT), OH * OW);
+    choice(add_knob(t, "unroll_ic", KNOB_BOOL), 2);
+    choice(add_knob(t, "loop", KNOB_CHOICE), 2);    /* 0: oc-block outer (weights hot); 1: positions outer */
+    finish(s, t);
+  }
+  if (depthwise) {
+    tmpl_space *t = &s->t[s->n_tmpl];
+    t->tmpl = TMPL_DEPTHWISE;
+    channel_blocks(add_knob(t, "c_bn", KNOB_SPLIT), w->C, vec);
+    tiles(add_knob(t, "ow_bn", KNOB_SPLIT), OW);
+    choice(add_knob(t, "unroll_kw", KNOB_BOOL), 2);
+    choice(add_knob(t, "par", KNOB_CHOICE), 2);
+    finish(s, t);
+  }
+}
+
+const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t) {
+  for (int i = 0; i < s->n_tmpl; i++)
+    if (s->t[i].tmpl == t) return &s->t[i];
+  return NULL;
+}
+
+static int knob_pos(const knob *k, int64_t v) {
+  for (int i = 0; i < k->n; i++)
+    if (k->vals[i] == v) return i;
+  return -1;
+}
+
+int64_t space_index(const task_space *s, const sched_config *c) {
+  const tmpl_space *t = space_tmpl(s, c->tmpl);
+  if (!t) return -1;
+  int64_t idx = 0, radix = 1;
+  for (int i = 0; i < t->n_knobs; i++) {
+    int p = knob_pos(&t->knobs[i], c->v[i]);
+    if (p < 0) return -1;
+    idx += p * radix;
+    radix *= t->knobs[i].n;
+  }
+  return t->offset + idx;
+}
+
+int space_config(const task_space *s, int64_t index, sched_config *c) {
+  if (index < 0 || index >= s->size) return -1;
+  for (int k = 0; k < s->n_tmpl; k++) {
+    const tmpl_space *t = &s->t[k];
+    if (index >= t->offset + t->size) continue;
+    int64_t r = index - t->offset;
+    memset(c, 0, sizeof *c);
+    c->tmpl = t->tmpl;
+    for (int i = 0; i < t->n_knobs; i++) {
+      c->v[i] = t->knobs[i].vals[r % t->knobs[i].n];
+      r /= t->knobs[i].n;
+    }
+    return 0;
+  }
+  return -1;
+}
+
+int64_t cfg_get(const task_space *s, const sched_config *c, const char *name) {
+  const tmpl_space *t = space_tmpl(s, c->tmpl);
+  for (int i = 0; t && i < t->n_knobs; i++)
+    if (!strcmp(t->knobs[i].name, name)) return c->v[i];
+  return -1;
+}
+
+static int64_t lanes_of(int64_t bn, int vec) { return bn < vec ? bn : vec; }
+
+/* the register tile fits: accumulators <= REG_BUDGET */
+int space_valid(const task_space *s, const sched_config *c) {
+  if (space_index(s, c) < 0) return 0;
+  int vec = s->vec;
+  switch (c->tmpl) {
+  case TMPL_NCHWC: {
+    int64_t ob = cfg_get(s, c, "oc_bn");
+    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, "ow_bn") * cfg_get(s, c, "oh_bn") <= REG_BUDGET;
+  }
+  case TMPL_1X1: {
+    int64_t ob = cfg_get(s, c, "oc_bn");
+    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, "m_bn") <= REG_BUDGET;
+  }
+  case TMPL_DEPTHWISE: {
+    int64_t cb = cfg_get(s, c, "c_bn");
+    return (cb / lanes_of(cb, vec)) * cfg_get(s, c, "ow_bn") <= REG_BUDGET;
+  }
+  case TMPL_COUNT: break;
+  }
+  return 0;
+}
+
+/* the candidate of knob `name` closest to `want` from below (or the smallest) */
+static void set_knob(const tmpl_space *t, sched_config *c, const char *name, int64_t want) {
+  for (int i = 0; i < t->n_knobs; i++) {
+    if (strcmp(t->knobs[i].name, name)) continue;
+    int64_t best = t->knobs[i].vals[0];
+    for (int j = 0; j < t->knobs[i].n; j++)
+      if (t->knobs[i].vals[j] <= want) best = t->knobs[i].vals[j];
+    c->v[i] = best;
+  }
+}
+
+/* a register tile for `extent` columns with at most `cap` of them: a divisor
+ * of the extent if one is at least half the cap, else the cap itself */
+static int64_t pick_tile(int64_t extent, int64_t cap) {
+  if (extent <= cap) return extent;
+  for (int64_t t = cap; t >= (cap + 1) / 2; t--)
+    if (extent % t == 0) return t;
+  return cap;
+}
+
+/* The default: channel blocks of one vector (so neighbours agree on NCHW16c
+ * and need no transforms), the widest register tile that fits. */
+void config_default(const task_space *s, sched_config *c) {
+  const conv_workload *w = &s->w;
+  int vec = s->vec;
+  const tmpl_space *t = space_tmpl(s, TMPL_DEPTHWISE);
+  if (!t) t = space_tmpl(s, TMPL_1X1);
+  if (!t) t = &s->t[0];
+  memset(c, 0, sizeof *c);
+  c->tmpl = t->tmpl;
+  for (int i = 0; i < t->n_knobs; i++) c->v[i] = t->knobs[i].vals[0];
+  int64_t OH = workload_out(w, 2), OW = workload_out(w, 3);
+  if (t->tmpl == TMPL_NCHWC) {
+    set_knob(t, c, "ic_bn", vec);
+    set_knob(t, c, "oc_bn", vec);
+    int64_t nv = cfg_get(s, c, "oc_bn") / lanes_of(cfg_get(s, c, "oc_bn"), vec);
+    int64_t cap = REG_BUDGET / nv;
+    int64_t ow = pick_tile(OW, cap);
+    set_knob(t, c, "ow_bn", ow);
+    ow = cfg_get(s, c, "ow_bn");
+    set_knob(t, c, "oh_bn", ow * 2 * nv <= REG_BUDGET && OH % 2 == 0 ? (ow * 4 * nv <= REG_BUDGET && OH % 4 == 0 ? 4 : 2) : 1);
+    set_knob(t, c, "unroll_kw", w->S <= 3);
+  } else if (t->tmpl == TMPL_1X1) {
+    set_knob(t, c, "ic_bn", vec);
+    set_knob(t, c, "oc_bn", vec);
+    int64_t nv = cfg_get(s, c, "oc_bn") / lanes_of(cfg_get(s, c, "oc_bn"), vec);
+    set_knob(t, c, "m_bn", pick_tile(OH * OW, REG_BUDGET / nv));
+  } else {
+    set_knob(t, c, "c_bn", vec);
+    int64_t nv = cfg_get(s, c, "c_bn") / lanes_of(cfg_get(s, c, "c_bn"), vec);
+    set_knob(t, c, "ow_bn", pick_tile(OW, REG_BUDGET / nv));
+    set_knob(t, c, "unroll_kw", 1);
+  }
+}
+
+/* ---- text forms ---- */
+void config_json(const task_space *s, const sched_config *c, char *buf, size_t n) {
+  const tmpl_space *t = space_tmpl(s, c->tmpl);
+  size_t k = (size_t)snprintf(buf, n, "{\"template\":\"%s\"", tmpl_names[c->tmpl]);
+  for (int i = 0; t && i < t->n_knobs && k < n; i++) {
+    if (t->knobs[i].kind == KNOB_BOOL) k += (size_t)snprintf(buf + k, n - k, ",\"%s\":%s", t->knobs[i].name, c->v[i] ? "true" : "false");
+    else k += (size_t)snprintf(buf + k, n - k, ",\"%s\":%lld", t->knobs[i].name, (long long)c->v[i]);
+  }
+  if (k < n) snprintf(buf + k, n - k, "}");
+}
+
+void config_short(const task_space *s, const sched_config *c, char *buf, size_t n) {
+  const tmpl_space *t = space_tmpl(s, c->tmpl);
+  size_t k = (size_t)snprintf(buf, n, "%s:", tmpl_names[c->tmpl]);
+  for (int i = 0; t && i < t->n_knobs && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s=%lld", i ? "," : "", t->knobs[i].name, (long long)c->v[i]);
+}
+
+static int find_tmpl(const task_space *s, const char *name, size_t len, sched_config *c, char *err, size_t n) {
+  for (int i = 0; i < TMPL_COUNT; i++)
+    if (strlen(tmpl_names[i]) == len && !strncmp(tmpl_names[i], name, len)) {
+      if (!space_tmpl(s, (conv_tmpl)i)) {
+        snprintf(err, n, "template %s does not apply to this workload", tmpl_names[i]);
+        return -1;
+      }
+      c->tmpl = (conv_tmpl)i;
+      return 0;
+    }
+  snprintf(err, n, "unknown template \"%.*s\"", (int)len, name);
+  return -1;
+}
+
+static int set_value(const tmpl_space *t, sched_config *c, const char *name, int64_t v, uint32_t *seen, char *err, size_t n) {
+  for (int i = 0; i < t->n_knobs; i++) {
+    if (strcmp(t->knobs[i].name, name)) continue;
+    if (knob_pos(&t->knobs[i], v) < 0) {
+      size_t k = (size_t)snprintf(err, n, "knob %s: %lld is not a candidate (candidates:", name, (long long)v);
+      for (int j = 0; j < t->knobs[i].n && k < n; j++) k += (size_t)snprintf(err + k, n - k, " %lld", (long long)t->knobs[i].vals[j]);
+      if (k < n) snprintf(err + k, n - k, ")");
+      return -1;
+    }
+    c->v[i] = v;
+    *seen |= 1u << i;
+    return 0;
+  }
+  snprintf(err, n, "template %s has no knob \"%s\"", tmpl_names[c->tmpl], name);
+  return -1;
+}
+
+static int check_complete(const task_space *s, const sched_config *c, uint32_t seen, char *err, size_t n) {
+  const tmpl_space *t = space_tmpl(s, c->tmpl);
+  for (int i = 0; i < t->n_knobs; i++)
+    if (!(seen & (1u << i))) {
+      snprintf(err, n, "knob %s is missing", t->knobs[i].name);
+      return -1;
+    }
+  if (!space_valid(s, c)) {
+    snprintf(err, n, "the register tile of this config needs more than %d vector registers", REG_BUDGET);
+    return -1;
+  }
+  return 0;
+}
+
+int config_parse(const task_space *s, const char *text, sched_config *c, char *err, size_t n) {
+  memset(c, 0, sizeof *c);
+  uint32_t seen = 0;
+  while (isspace((unsigned char)*text)) text++;
+  if (*text != '{') {   /* short form: template:k=v,k=v */
+    const char *colon = strchr(text, ':');
+    if (!colon) { snprintf(err, n, "expected a JSON object or template:knob=value,..."); return -1; }
+    if (find_tmpl(s, text, (size_t)(colon - text), c, err, n)) return -1;
+    const tmpl_space *t = space_tmpl(s, c->tmpl);
+    for (const char *p = colon + 1; *p;) {
+      const char *eq = strchr(p, '=');
+      if (!eq) { snprintf(err, n, "expected knob=value at \"%s\"", p); return -1; }
+      char name[32];
+      snprintf(name, sizeof name, "%.*s", (int)(eq - p < 31 ? eq - p : 31), p);
+      char *end;
+      long long v = strtoll(eq + 1, &end, 10);
+      if (end == eq + 1) { snprintf(err, n, "knob %s: expected an integer", name); return -1; }
+      if (set_value(t, c, name, v, &seen, err, n)) return -1;
+      p = *end == ',' ? end + 1 : end;
+      if (*end && *end != ',') { snprintf(err, n, "unexpected \"%s\"", end); return -1; }
+    }
+    return check_complete(s, c, seen, err, n);
+  }
+  json_error_t je;
+  json_t *o = json_loads(text, 0, &je);
+  if (!o || !json_is_object(o)) {
+    if (o) snprintf(err, n, "a config must be a JSON object");
+    else snprintf(err, n, "bad JSON at line %d column %d: %s", je.line, je.column, je.text);
+    json_decref(o);
+    return -1;
+  }
+  json_t *tv = json_object_get(o, "template");
+  int rc = -1;
+  if (!json_is_string(tv)) { snprintf(err, n, "knob template is missing (a string naming the algorithm)"); goto out; }
+  if (find_tmpl(s, json_string_value(tv), strlen(json_string_value(tv)), c, err, n)) goto out;
+  const tmpl_space *t = space_tmpl(s, c->tmpl);
+  const char *key;
+  json_t *val;
+  json_object_foreach(o, key, val) {
+    if (!strcmp(key, "template")) continue;
+    int64_t v;
+    if (json_is_integer(val)) v = json_integer_value(val);
+    else if (json_is_boolean(val)) v = json_is_true(val);
+    else { snprintf(err, n, "knob %s: expected an integer or a boolean", key); goto out; }
+    if (set_value(t, c, key, v, &seen, err, n)) goto out;
+  }
+  rc = check_complete(s, c, seen, err, n);
+out:
+  json_decref(o);
+  return rc;
+}

@@ -1,0 +1,89 @@
+/* space.h: knob spaces, configs and workloads of the conv2d task.
+ *
+ * A knob space is data: named knobs, each with its candidate values. A
+ * task's space is the union of the spaces of its applicable templates (the
+ * algorithm is itself a knob); a config is a point of it, with a stable
+ * integer index (templates in order, then knobs mixed-radix, the first knob
+ * least significant) and a canonical JSON text:
+ *   {"template":"conv2d_nchwc","ic_bn":16,"oc_bn":32,"ow_bn":14,...}
+ * Points whose register tile needs more than REG_BUDGET vector registers are
+ * not valid: they have an index but no template builds them.
+ *
+ * A workload is the identity of a task: op, shapes, strides, padding,
+ * dilation, groups, dtype and layout, in one canonical key; the fused
+ * epilogue is not part of it. */
+#ifndef TEMPER_SPACE_H
+#define TEMPER_SPACE_H
+#include "compiler_int.h"
+
+enum { SPACE_MAX_KNOBS = 10, SPACE_MAX_CANDS = 24, REG_BUDGET = 28 };
+
+typedef enum knob_kind { KNOB_SPLIT, KNOB_CHOICE, KNOB_BOOL } knob_kind;
+typedef struct knob {
+  const char *name;
+  knob_kind kind;           /* SPLIT: a factor of an axis; CHOICE: one of a list; BOOL: 0/1 */
+  int n;                    /* candidates */
+  int64_t vals[SPACE_MAX_CANDS];
+} knob;
+
+/* ORDER TMPL: id, name, version (bump when old measurements become meaningless) */
+#define CONV_TEMPLATES(X)             \
+  X(NCHWC, "conv2d_nchwc", 1)         \
+  X(1X1, "conv2d_1x1", 1)             \
+  X(DEPTHWISE, "conv2d_depthwise", 1)
+typedef enum conv_tmpl {
+#define X(id, name, ver) TMPL_##id,
+  CONV_TEMPLATES(X)
+#undef X
+  TMPL_COUNT
+} conv_tmpl;
+extern const char *const tmpl_names[TMPL_COUNT];
+extern const int tmpl_versions[TMPL_COUNT];
+
+typedef struct conv_workload {
+  int64_t N, C, H, W, K, R, S, sh, sw, pt, pl, pb, pr, dh, dw, G;
+} conv_workload;
+
+typedef struct tmpl_space {
+  conv_tmpl tmpl;
+  int n_knobs;
+  knob knobs[SPACE_MAX_KNOBS];
+  int64_t size;             /* product of the candidate counts */
+  int64_t offset;           /* index of its first point in the task space */
+} tmpl_space;
+
+typedef struct task_space {
+  conv_workload w;
+  int vec;                  /* target vector width in floats */
+  int n_tmpl;
+  tmpl_space t[TMPL_COUNT];
+  int64_t size;
+} task_space;
+
+typedef struct sched_config {
+  conv_tmpl tmpl;
+  int64_t v[SPACE_MAX_KNOBS];   /* knob values, in the template's knob order */
+} sched_config;
+
+/* The workload of a conv2d node (any layout); -1 if it is not one. */
+int workload_of(const node *conv, conv_workload *w);
+void workload_key(const conv_workload *w, char *buf, size_t n);
+double workload_flops(const conv_workload *w);
+int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
+
+void space_build(const conv_workload *w, int vec, task_space *s);
+const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t);  /* NULL if not applicable */
+int64_t space_index(const task_space *s, const sched_config *c);
+int space_config(const task_space *s, int64_t index, sched_config *c);   /* -1 out of range */
+int space_valid(const task_space *s, const sched_config *c);
+int64_t cfg_get(const task_space *s, const sched_config *c, const char *knob);
+void config_default(const task_space *s, sched_config *c);
+
+/* Canonical JSON text; the short form key=value list goes into the IR's
+ * schedule attribute ("conv2d_nchwc:ic_bn=16,oc_bn=32,..."). */
+void config_json(const task_space *s, const sched_config *c, char *buf, size_t n);
+void config_short(const task_space *s, const sched_config *c, char *buf, size_t n);
+/* Parse either form; refuses knobs, values or templates not in the space
+ * with a message naming them. 0 on success. */
+int config_parse(const task_space *s, const char *text, sched_config *c, char *err, size_t n);
+#endif
