@@ -5,10 +5,34 @@
 #include <string.h>
 #include "cli.h"
 #include "schedules.h"
+#include "tuner.h"
+
+/* --task K --config JSON: that config for that workload, defaults elsewhere */
+typedef struct one_config { const char *key, *config; } one_config;
+
+static int choose_one(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+  one_config *oc = ctx;
+  if (strcmp(key, oc->key)) return 0;
+  return config_parse(s, oc->config, out, err, n) ? -1 : 1;
+}
+
+/* the workload key of the conv2d a primitive function holds, or "" */
+static void fn_workload(const node *fn, char *key, size_t n) {
+  key[0] = 0;
+  arena s = {0};
+  int cnt = 0;
+  node **order = ir_topo(&s, fn->body, &cnt);
+  for (int i = 0; order && i < cnt; i++) {
+    conv_workload w;
+    if (!workload_of(order[i], &w)) workload_key(&w, key, n);
+  }
+  arena_free(&s);
+}
 
 int cmd_lower(int argc, char **argv) {
   const char *model = NULL;
   int loops = 0;
+  const char *task = NULL, *config = NULL;
   model_data md = {.seed = 1};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--fused")) loops = 0;
@@ -16,16 +40,43 @@ int cmd_lower(int argc, char **argv) {
     else if (!strcmp(argv[i], "--llvm")) loops = 2;
     else if (!strcmp(argv[i], "--asm")) loops = 3;
     else if (!strcmp(argv[i], "--params") && i + 1 < argc) md.params_dir = argv[++i];
+    else if (!strcmp(argv[i], "--task") && i + 1 < argc) task = argv[++i];
+    else if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
     else if (argv[i][0] == '-') { fprintf(stderr, "temper lower: unknown option '%s'\n", argv[i]); return 2; }
     else model = argv[i];
   }
-  if (!model) { fprintf(stderr, "usage: temper lower MODEL [--fused | --loops | --llvm | --asm] [--params DIR]\n"); return 2; }
+  if (!model || (config && !task)) {
+    fprintf(stderr, "usage: temper lower MODEL [--fused | --loops | --llvm | --asm] [--params DIR] [--task K [--config JSON]]\n");
+    return 2;
+  }
   temper_graph *g = NULL;
   int rc = 1;
   cg_target t;
   diag d = {0};
   cg_host_target(&t, &d);
   pipeline_opts po = {.vec = t.vec};
+  char want_key[256] = "";
+  one_config oc = {0};
+  if (task) {   /* resolve K to a workload key on a scratch copy of the model */
+    temper_graph *tg = NULL;
+    tune_task *tasks = NULL;
+    model_data tmd = md;
+    int nt = 0, vec, k = -1;
+    if (!cli_load_tasks(model, &tmd, &tg, &tasks, &nt, &vec)) k = cli_find_task(tasks, nt, task);
+    if (k >= 0) snprintf(want_key, sizeof want_key, "%s", tasks[k].key);
+    free(tasks);
+    temper_graph_destroy(tg);
+    for (int i = 0; i < tmd.n_params; i++) free(tmd.values ? tmd.values[i] : NULL);
+    free(tmd.values);
+    free(tmd.is_input);
+    if (k < 0) goto out;
+    if (!loops) loops = 1;
+    if (config) {
+      oc = (one_config){want_key, config};
+      po.choose = choose_one;
+      po.ctx = &oc;
+    }
+  }
   if (cli_read_model(model, &g) || cli_model_data(g, &md) || cli_bind_and_optimize(g, &md, &po)) goto out;
   d = (diag){.path = g->path, .text = g->text};
   if (!loops) {
@@ -43,6 +94,12 @@ int cmd_lower(int argc, char **argv) {
   for (int i = 0; i < n && !rc; i++) {
     node *c = order[i];
     if (c->kind != N_CALL || c->op >= 0 || !c->callee->primitive) continue;
+    if (want_key[0]) {   /* only the task's kernel, once */
+      char key[256];
+      fn_workload(c->callee, key, sizeof key);
+      if (strcmp(key, want_key)) continue;
+      want_key[0] = '#';
+    }
     char name[32];
     snprintf(name, sizeof name, "kernel_%d", i);
     lfunc *f = NULL;

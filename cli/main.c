@@ -8,6 +8,7 @@ static void usage(FILE *f) {
           "usage: temper <command> [options]\n"
           "  run MODEL    compile in memory and run (--check compares with the reference)\n"
           "  lower MODEL  print the fused program (--fused) or every kernel's loop IR (--loops)\n"
+          "  space MODEL  the tuning tasks and their knob spaces (--task K for one)\n"
           "  version      print the version\n"
           "See docs/cli.md for every option.\n");
 }
@@ -17,6 +18,7 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "lower")) return cmd_lower(argc - 1, argv + 1);
+  if (!strcmp(cmd, "space")) return cmd_space(argc - 1, argv + 1);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("temper %s\n", TEMPER_VERSION); return 0; }
   if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }
   fprintf(stderr, "temper: unknown command '%s'\n", cmd);

@@ -4,6 +4,8 @@
  * lanes; a parallel loop is outlined into fn(ctx, begin, end) and handed to
  * temper_parallel_for with the live loop variables packed into ctx. */
 #include <pthread.h>
+#include <stdint.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,17 +69,37 @@ typedef struct cg {
   LLVMValueRef pfor;
   const cg_target *t;
   const lfunc *lf;
+  char *slot_set;                 /* per slot of lf: assigned by an LS_SET */
   int n_outlined;
   diag *d;
 } cg;
 
 /* per-LLVM-function state */
+/* Common subexpressions: an expression generated in the current block is
+ * reused while none of the vars, slots or memory it reads was written since.
+ * Schedules repeat index arithmetic freely (28 columns share a row base);
+ * this keeps the IR, and LLVM's time on it, small. */
+enum { CSE_SIZE = 4096, CSE_DEPS = 8 };
+typedef struct cse_entry {
+  const lexpr *e;
+  uint64_t hash;
+  LLVMValueRef v;
+  LLVMBasicBlockRef bb;
+  int n_deps;
+  int dep[CSE_DEPS];               /* var v: v; slot s: -(s + 2); memory: -1 */
+  unsigned ver[CSE_DEPS];
+} cse_entry;
+
 typedef struct cgfn {
   LLVMValueRef fn, pool;
   LLVMValueRef bufs[72];
   LLVMValueRef *vars;              /* allocas, i64, one per loop-IR var */
   LLVMValueRef *slots;             /* allocas, one per slot */
   LLVMBasicBlockRef entry;
+  unsigned *var_ver, *slot_ver, mem_ver;
+  cse_entry *cse;
+  const char *slot_set;            /* per slot: ever assigned after its declaration */
+  LLVMValueRef *slot_val;          /* a slot never assigned is an SSA value */
 } cgfn;
 
 static LLVMTypeRef vty(cg *c, int lanes) { return lanes > 1 ? LLVMVectorType(c->f32, (unsigned)lanes) : c->f32; }
@@ -198,7 +220,68 @@ static LLVMValueRef gen_bin(cg *c, cgfn *F, const lexpr *e) {
   return r;
 }
 
+static uint64_t ex_hash(const lexpr *e) {
+  uint64_t h = (uint64_t)e->k * 0x9E3779B97F4A7C15ull ^ (uint64_t)e->op * 31 ^ (uint64_t)e->lanes * 131 ^
+               (uint64_t)e->ival * 0x100000001B3ull ^ (uint64_t)e->id * 7919 ^ (uint64_t)e->stride * 104729;
+  uint64_t fb;
+  memcpy(&fb, &e->fval, sizeof fb);
+  h ^= fb * 0xff51afd7ed558ccdull;
+  const lexpr *kids[4] = {e->a, e->b, e->c, e->limit};
+  for (int i = 0; i < 4; i++) h = h * 1099511628211ull ^ (kids[i] ? ex_hash(kids[i]) : 0);
+  return h;
+}
+
+static int ex_equal(const lexpr *x, const lexpr *y) {
+  if (x == y) return 1;
+  if (!x || !y || x->k != y->k || x->op != y->op || x->lanes != y->lanes || x->is_float != y->is_float || x->ival != y->ival ||
+      x->fval != y->fval || x->id != y->id || x->stride != y->stride)
+    return 0;
+  return ex_equal(x->a, y->a) && ex_equal(x->b, y->b) && ex_equal(x->c, y->c) && ex_equal(x->limit, y->limit);
+}
+
+/* what e reads: -1 if too many to track */
+static int ex_deps(const lexpr *e, int *dep, int n) {
+  if (!e || n < 0) return n;
+  int d = e->k == LX_VAR ? e->id : e->k == LX_SLOT ? -(e->id + 2) : e->k == LX_LOAD ? -1 : INT32_MIN;
+  if (d != INT32_MIN) {
+    int have = 0;
+    for (int i = 0; i < n; i++) have |= dep[i] == d;
+    if (!have) {
+      if (n == CSE_DEPS) return -1;
+      dep[n++] = d;
+    }
+  }
+  n = ex_deps(e->a, dep, n);
+  n = ex_deps(e->b, dep, n);
+  n = ex_deps(e->c, dep, n);
+  return ex_deps(e->limit, dep, n);
+}
+
+static unsigned dep_ver(cgfn *F, int d) { return d >= 0 ? F->var_ver[d] : d == -1 ? F->mem_ver : F->slot_ver[-d - 2]; }
+
+static LLVMValueRef gen_raw(cg *c, cgfn *F, const lexpr *e);
+
 static LLVMValueRef gen(cg *c, cgfn *F, const lexpr *e) {
+  if (e->k == LX_INT || e->k == LX_FLT || !F->cse) return gen_raw(c, F, e);
+  uint64_t h = ex_hash(e);
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(c->b);
+  cse_entry *slot = &F->cse[h % CSE_SIZE];
+  if (slot->e && slot->hash == h && slot->bb == bb && ex_equal(slot->e, e)) {
+    int ok = 1;
+    for (int i = 0; i < slot->n_deps && ok; i++) ok = dep_ver(F, slot->dep[i]) == slot->ver[i];
+    if (ok) return slot->v;
+  }
+  LLVMValueRef v = gen_raw(c, F, e);
+  int dep[CSE_DEPS];
+  int nd = ex_deps(e, dep, 0);
+  if (nd >= 0 && LLVMGetInsertBlock(c->b) == bb) {
+    *slot = (cse_entry){.e = e, .hash = h, .v = v, .bb = bb, .n_deps = nd};
+    for (int i = 0; i < nd; i++) slot->dep[i] = dep[i], slot->ver[i] = dep_ver(F, dep[i]);
+  }
+  return v;
+}
+
+static LLVMValueRef gen_raw(cg *c, cgfn *F, const lexpr *e) {
   switch (e->k) {
   case LX_INT: return LLVMConstInt(c->i64, (unsigned long long)e->ival, 1);
   case LX_FLT: {
@@ -209,7 +292,9 @@ static LLVMValueRef gen(cg *c, cgfn *F, const lexpr *e) {
     return LLVMConstVector(el, (unsigned)e->lanes);
   }
   case LX_VAR: return LLVMBuildLoad2(c->b, c->i64, F->vars[e->id], "");
-  case LX_SLOT: return LLVMBuildLoad2(c->b, vty(c, e->lanes), F->slots[e->id], "");
+  case LX_SLOT:
+    if (!F->slot_set[e->id] && F->slot_val[e->id]) return F->slot_val[e->id];
+    return LLVMBuildLoad2(c->b, vty(c, e->lanes), F->slots[e->id], "");
   case LX_BIN: return gen_bin(c, F, e);
   case LX_UN: {
     LLVMValueRef a = gen(c, F, e->a);
@@ -271,6 +356,7 @@ static void gen_loop(cg *c, cgfn *F, int var, LLVMValueRef lo, LLVMValueRef end,
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.body");
   LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.exit");
   LLVMBuildStore(B, lo, F->vars[var]);
+  F->var_ver[var]++;
   LLVMBuildBr(B, cond);
   LLVMPositionBuilderAtEnd(B, cond);
   LLVMValueRef i = LLVMBuildLoad2(B, c->i64, F->vars[var], "");
@@ -279,6 +365,7 @@ static void gen_loop(cg *c, cgfn *F, int var, LLVMValueRef lo, LLVMValueRef end,
   for (int k = 0; k < s->n_body; k++) gen_stmt(c, F, s->body[k]);
   LLVMValueRef i2 = LLVMBuildLoad2(B, c->i64, F->vars[var], "");
   LLVMBuildStore(B, LLVMBuildNSWAdd(B, i2, LLVMConstInt(c->i64, 1, 0), ""), F->vars[var]);
+  F->var_ver[var]++;
   LLVMBuildBr(B, cond);
   LLVMPositionBuilderAtEnd(B, exit);
 }
@@ -294,9 +381,25 @@ static void fn_attrs(cg *c, LLVMValueRef fn) {
 static void fn_allocas(cg *c, cgfn *F) {
   F->vars = calloc((size_t)c->lf->n_vars + 1, sizeof(LLVMValueRef));
   F->slots = calloc((size_t)c->lf->n_slots + 1, sizeof(LLVMValueRef));
-  if (!F->vars || !F->slots) abort();   /* tiny; a failure here means the process is out of memory */
+  F->var_ver = calloc((size_t)c->lf->n_vars + 1, sizeof(unsigned));
+  F->slot_ver = calloc((size_t)c->lf->n_slots + 1, sizeof(unsigned));
+  F->cse = calloc(CSE_SIZE, sizeof(cse_entry));
+  if (!F->vars || !F->slots || !F->var_ver || !F->slot_ver || !F->cse) abort();   /* small; failing here means no memory at all */
   for (int i = 0; i < c->lf->n_vars; i++) F->vars[i] = LLVMBuildAlloca(c->b, c->i64, c->lf->var_names[i]);
-  for (int i = 0; i < c->lf->n_slots; i++) F->slots[i] = LLVMBuildAlloca(c->b, vty(c, c->lf->slot_lanes[i]), "acc");
+  F->slot_set = c->slot_set;
+  F->slot_val = calloc((size_t)c->lf->n_slots + 1, sizeof(LLVMValueRef));
+  if (!F->slot_val) abort();
+  for (int i = 0; i < c->lf->n_slots; i++)
+    if (c->slot_set[i]) F->slots[i] = LLVMBuildAlloca(c->b, vty(c, c->lf->slot_lanes[i]), "acc");
+}
+
+static void fn_free(cgfn *F) {
+  free(F->slot_val);
+  free(F->vars);
+  free(F->slots);
+  free(F->var_ver);
+  free(F->slot_ver);
+  free(F->cse);
 }
 
 static void load_bufs(cg *c, cgfn *F, LLVMValueRef args) {
@@ -353,8 +456,7 @@ static void gen_parallel(cg *c, cgfn *F, const lstmt *s, LLVMValueRef lo, LLVMVa
   LLVMValueRef end = LLVMBuildNSWAdd(B, base, LLVMGetParam(sub, 2), "");
   gen_loop(c, &G, s->id, begin, end, s);
   LLVMBuildRetVoid(B);
-  free(G.vars);
-  free(G.slots);
+  fn_free(&G);
   LLVMPositionBuilderAtEnd(B, here);
 }
 
@@ -370,9 +472,15 @@ static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
     else gen_loop(c, F, s->id, lo, LLVMBuildNSWAdd(B, lo, ext, ""), s);
     break;
   }
-  case LS_LET: LLVMBuildStore(B, gen(c, F, s->val), F->vars[s->id]); break;
-  case LS_DECL: case LS_SET: LLVMBuildStore(B, gen(c, F, s->val), F->slots[s->id]); break;
-  case LS_STORE: gen_store(c, F, s); break;
+  case LS_LET: LLVMBuildStore(B, gen(c, F, s->val), F->vars[s->id]); F->var_ver[s->id]++; break;
+  case LS_DECL: case LS_SET: {
+    LLVMValueRef v = gen(c, F, s->val);
+    if (!c->slot_set[s->id]) F->slot_val[s->id] = v;   /* single assignment: no memory */
+    else LLVMBuildStore(B, v, F->slots[s->id]);
+    F->slot_ver[s->id]++;
+    break;
+  }
+  case LS_STORE: gen_store(c, F, s); F->mem_ver++; break;
   case LS_IF: {
     LLVMBasicBlockRef th = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "then");
     LLVMBasicBlockRef el = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "else");
@@ -390,9 +498,17 @@ static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
   }
 }
 
+static void mark_sets(const lstmt *s, char *set) {
+  if (s->k == LS_SET) set[s->id] = 1;
+  for (int i = 0; i < s->n_body; i++) mark_sets(s->body[i], set);
+}
+
 static void gen_kernel(cg *c, const lfunc *f) {
   c->lf = f;
   c->n_outlined = 0;
+  c->slot_set = calloc((size_t)f->n_slots + 1, 1);
+  if (!c->slot_set) abort();
+  mark_sets(f->body, c->slot_set);
   LLVMTypeRef params[2] = {c->ptr, c->ptr};
   LLVMValueRef fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->void_t, params, 2, 0));
   fn_attrs(c, fn);
@@ -405,8 +521,9 @@ static void gen_kernel(cg *c, const lfunc *f) {
   F.pool = LLVMGetParam(fn, 1);
   gen_stmt(c, &F, f->body);
   LLVMBuildRetVoid(c->b);
-  free(F.vars);
-  free(F.slots);
+  fn_free(&F);
+  free(c->slot_set);
+  c->slot_set = NULL;
 }
 
 static void cg_begin(cg *c, LLVMContextRef ctx, const cg_target *t, diag *d) {
@@ -440,6 +557,13 @@ static temper_status cg_finish(cg *c, LLVMTargetMachineRef tm) {
     return s;
   }
   LLVMDisposeMessage(err);
+  if (getenv("TEMPER_TIMING")) {
+    long n = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(c->mod); fn; fn = LLVMGetNextFunction(fn))
+      for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) n++;
+    fprintf(stderr, "codegen: %ld instructions before optimisation\n", n);
+  }
   LLVMSetTarget(c->mod, c->t->triple);
   LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
   char *dls = LLVMCopyStringRepOfTargetData(dl);
@@ -449,7 +573,11 @@ static temper_status cg_finish(cg *c, LLVMTargetMachineRef tm) {
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
-  LLVMErrorRef e = LLVMRunPasses(c->mod, "default<O3>", tm, opts);
+  /* the schedule decides what is unrolled (unroll_kw, unroll_ic); LLVM unrolling
+   * small loops on its own multiplies compile time for no speed */
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, getenv("TEMPER_LLVM_UNROLL") != NULL);
+  const char *pipeline = getenv("TEMPER_PASSES") ? getenv("TEMPER_PASSES") : "default<O3>";
+  LLVMErrorRef e = LLVMRunPasses(c->mod, pipeline, tm, opts);
   LLVMDisposePassBuilderOptions(opts);
   if (e) return llvm_fail(c->d, e, "optimisation");
   return TEMPER_OK;
@@ -497,12 +625,21 @@ void cg_jit_destroy(cg_jit *j) {
   free(j);
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *fns, diag *d) {
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   cg c;
+  double t0 = now_s();
   cg_begin(&c, LLVMOrcThreadSafeContextGetContext(tsc), &j->t, d);
   for (int i = 0; i < n; i++) gen_kernel(&c, fs[i]);
+  double t1 = now_s();
   temper_status s = cg_finish(&c, j->tm);
+  double t2 = now_s();
   if (s) {
     LLVMDisposeModule(c.mod);
     LLVMOrcDisposeThreadSafeContext(tsc);
@@ -518,6 +655,9 @@ temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *f
     if (e) return llvm_fail(d, e, "looking up a kernel");
     fns[i] = (temper_kernel_fn)(uintptr_t)addr;
   }
+  if (getenv("TEMPER_TIMING"))
+    fprintf(stderr, "codegen: %d kernels: build IR %.1f ms, optimise %.1f ms, machine code %.1f ms\n", n, (t1 - t0) * 1e3,
+            (t2 - t1) * 1e3, (now_s() - t2) * 1e3);
   return TEMPER_OK;
 }
 

@@ -66,6 +66,7 @@ typedef struct pipeline_opts {
   int vec;                  /* target vector width in floats */
   sched_chooser choose;     /* NULL: defaults everywhere */
   void *ctx;
+  int block_inputs;         /* test hook: convs read blocked input even from an NCHW producer */
 } pipeline_opts;
 temper_status pipeline_optimize(temper_graph *g, int vec, diag *d);
 temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, diag *d);

@@ -116,7 +116,7 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, "c_bn"), ki = 1;
   else ib = ki = (int)cfg_get(&sp, &cfg, "ic_bn"), ob = (int)cfg_get(&sp, &cfg, "oc_bn");
   /* a direct or 1x1 conv reads NCHW as well as NCHW<ib>c: no transform for an NCHW producer */
-  int xblk = get_blk(a, args[0]) == 0 && cfg.tmpl != TMPL_DEPTHWISE ? 0 : ib;
+  int xblk = get_blk(a, args[0]) == 0 && cfg.tmpl != TMPL_DEPTHWISE && !a->o->block_inputs ? 0 : ib;
   node *x = to_block(g, a, args[0], xblk);
   node *wt = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &args[1], NULL);
   if (!x || !wt) return NULL;

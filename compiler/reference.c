@@ -26,22 +26,56 @@ static void unravel(int64_t flat, const shape_t *s, int64_t *coord) {
 }
 
 /* Moves a tensor between layouts of the same primal axes. The primal sizes
- * come from `dims`; padding in dst is zero. */
+ * come from `dims`; padding in dst is zero. The source index is a sum of one
+ * term per primal axis, tabulated once, so the walk over dst is cheap. */
 static void relayout(const float *src, const char *sl, float *dst, const char *dl, const char *axes, const int64_t *dims) {
   layout_t ls, ld;
   layout_parse(sl, &ls);
   layout_parse(dl, &ld);
-  shape_t ds;
+  shape_t ss, ds;
+  layout_shape(&ls, axes, dims, &ss);
   layout_shape(&ld, axes, dims, &ds);
-  int64_t total = shape_numel(&ds), pc[8], coord[8];
-  for (int64_t i = 0; i < total; i++) {
-    int64_t r = i;
-    for (int k = ds.ndim - 1; k >= 0; k--) {
-      pc[k] = r % ds.d[k];
-      r /= ds.d[k];
+  int np = (int)strlen(axes);
+  int64_t *tab[8] = {0}, sstride[8];
+  for (int i = ss.ndim - 1, acc = 1; i >= 0; i--) sstride[i] = acc, acc *= (int)ss.d[i];
+  for (int p = 0; p < np; p++) {   /* tab[p][x]: contribution of primal coordinate x of axis p */
+    tab[p] = calloc((size_t)dims[p] + 1, sizeof(int64_t));
+    if (!tab[p]) goto out;
+    int64_t f = 1, outer = 0, inner = 0;
+    for (int i = 0; i < ls.n; i++) {
+      if (ls.factor[i] && ls.axis[i] == axes[p] + ('a' - 'A')) f = ls.factor[i], inner = sstride[i];
+      if (!ls.factor[i] && ls.axis[i] == axes[p]) outer = sstride[i];
     }
-    dst[i] = layout_primal(&ld, axes, dims, pc, coord) ? src[layout_index(&ls, axes, dims, coord)] : 0.0f;
+    for (int64_t x = 0; x < dims[p]; x++) tab[p][x] = (x / f) * outer + (x % f) * inner;
   }
+  int pmap[8];
+  int64_t mul[8], pc[8] = {0}, P[8] = {0};
+  for (int i = 0; i < ld.n; i++) {
+    pmap[i] = (int)(strchr(axes, ld.factor[i] ? ld.axis[i] - ('a' - 'A') : ld.axis[i]) - axes);
+    mul[i] = 1;
+    if (!ld.factor[i])
+      for (int k = 0; k < ld.n; k++)
+        if (ld.factor[k] && ld.axis[k] == ld.axis[i] + ('a' - 'A')) mul[i] = ld.factor[k];
+  }
+  int64_t total = shape_numel(&ds);
+  for (int64_t e = 0; e < total; e++) {
+    int ok = 1;
+    int64_t idx = 0;
+    for (int p = 0; p < np; p++) {
+      if (P[p] >= dims[p]) { ok = 0; break; }
+      idx += tab[p][P[p]];
+    }
+    dst[e] = ok ? src[idx] : 0.0f;
+    for (int i = ds.ndim - 1; i >= 0; i--) {   /* odometer over dst, keeping P in step */
+      pc[i]++;
+      P[pmap[i]] += mul[i];
+      if (pc[i] < ds.d[i]) break;
+      P[pmap[i]] -= mul[i] * pc[i];
+      pc[i] = 0;
+    }
+  }
+out:
+  for (int p = 0; p < np; p++) free(tab[p]);
 }
 
 static int is_plain(const char *l) { return !l[0] || !strcmp(l, "NCHW") || !strcmp(l, "OIHW"); }

@@ -1,0 +1,212 @@
+/* test_conv_configs.c: every schedule config computes the reference result.
+ * A property test: for each conv2d shape (ResNet-50 layers of
+ * shared/workloads.md and odd ones), 30 random valid configs of the task's
+ * space, each in a randomly chosen setting (NCHW or blocked input, with or
+ * without an epilogue, NCHW or blocked output), against the reference
+ * interpreter. Seeded: a failure prints the seed, shape and config. */
+#include <math.h>
+#include "engine.h"
+#include "helpers.h"
+#include "space.h"
+
+static temper_engine *engine;
+enum { CONFIGS_PER_SHAPE = 30 };
+
+typedef struct shape_case { const char *name; int C, H, W, K, R, S, sh, sw, pt, pl, pb, pr, dh, G; } shape_case;
+
+static const shape_case cases[] = {
+    /* ResNet-50 layers (shared/workloads.md) */
+    {"stem7x7", 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1},
+    {"s2_1x1_64", 64, 56, 56, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"s2_3x3_64", 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"s2_1x1_256_64", 256, 56, 56, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"s3_3x3_128_s2", 128, 56, 56, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"s3_ds_256_512_s2", 256, 56, 56, 512, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1},
+    {"s3_3x3_128", 128, 28, 28, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"s4_3x3_256_s2", 256, 28, 28, 256, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"s4_1x1_1024_256", 1024, 14, 14, 256, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"s5_3x3_512_s2", 512, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"s5_1x1_512_2048", 512, 7, 7, 2048, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+    {"s5_3x3_512", 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    /* odd ones */
+    {"c3_k10_w7", 3, 7, 7, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"c10_k3_w13_s2", 10, 13, 13, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+    {"c10_k20_w13_dil2", 10, 13, 13, 20, 3, 3, 1, 1, 2, 2, 2, 2, 2, 1},
+    {"c16_k32_asym_pad", 16, 9, 13, 32, 3, 5, 1, 1, 0, 1, 2, 3, 1, 1},
+    {"c32_k48_groups2", 32, 14, 14, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2},
+    {"depthwise_c32", 32, 14, 13, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 32},
+    {"depthwise_c48_s2", 48, 13, 13, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 48},
+    {"1x1_c24_k48_w7", 24, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
+};
+
+typedef struct fixed { const char *key; sched_config cfg; } fixed;
+
+static int choose_fixed(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+  (void)s;
+  (void)err;
+  (void)n;
+  fixed *fx = ctx;
+  if (strcmp(key, fx->key)) return 0;
+  *out = fx->cfg;
+  return 1;
+}
+
+static int part = -1;   /* argv[1]: run only the cases with index % 2 == part */
+
+static void run_case(const shape_case *sc, uint64_t seed) {
+  float *ref_cache[4] = {0};   /* per setting: the reference does not depend on the config */
+  conv_workload w = {1, sc->C, sc->H, sc->W, sc->K, sc->R, sc->S, sc->sh, sc->sw, sc->pt, sc->pl, sc->pb, sc->pr, sc->dh, sc->dh, sc->G};
+  task_space sp;
+  space_build(&w, engine->target.vec, &sp);
+  char key[256];
+  workload_key(&w, key, sizeof key);
+  int64_t OH = workload_out(&w, 2), OW = workload_out(&w, 3);
+  pcg32 rng;
+  pcg32_seed(&rng, seed, 7);
+  for (int k = 0; k < CONFIGS_PER_SHAPE; k++) {
+    sched_config cfg;
+    do space_config(&sp, (int64_t)(pcg32_next(&rng) % (uint32_t)sp.size), &cfg);
+    while (!space_valid(&sp, &cfg));
+    if (k == 0) config_default(&sp, &cfg);
+    int setting = (int)(pcg32_next(&rng) % 4);   /* bit 0: epilogue; bit 1: blocked output (pool after) */
+    int block_in = (int)(pcg32_next(&rng) % 2);
+    char text[2048];
+    int m = snprintf(text, sizeof text,
+                     "def @main(%%x: Tensor[(1, %d, %d, %d), float32], %%w: Tensor[(%d, %d, %d, %d), float32], "
+                     "%%b: Tensor[(%d, 1, 1), float32], %%r: Tensor[(1, %d, %lld, %lld), float32]) {\n"
+                     "  %%0 = nn.conv2d(%%x, %%w, strides=[%d, %d], padding=[%d, %d, %d, %d], dilation=[%d, %d], groups=%d);\n",
+                     sc->C, sc->H, sc->W, sc->K, sc->C / sc->G, sc->R, sc->S, sc->K, sc->K, (long long)OH, (long long)OW, sc->sh,
+                     sc->sw, sc->pt, sc->pl, sc->pb, sc->pr, sc->dh, sc->dh, sc->G);
+    const char *last = "%0";
+    if (setting & 1) {
+      m += snprintf(text + m, sizeof text - (size_t)m, "  %%1 = add(%%0, %%b);\n  %%2 = add(%%1, %%r);\n  %%3 = clip(%%2, a_min=-0.5f, a_max=0.7f);\n");
+      last = "%3";
+    }
+    if (setting & 2) snprintf(text + m, sizeof text - (size_t)m, "  nn.max_pool2d(%s)\n}\n", last);
+    else snprintf(text + m, sizeof text - (size_t)m, "  %s\n}\n", last);
+    temper_graph *g = parse_ok(text);
+    int np = g->main->n_params;
+    float *vals[4];
+    for (int i = 0; i < np; i++) {
+      node *p = g->main->params[i];
+      vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&p->ty.shape));
+      data_random_param(vals[i], &p->ty.shape, seed * 31 + (uint64_t)i, i == 0, 0);
+    }
+    diag d = {0};
+    if (!ref_cache[setting]) {
+      float **ref = NULL;
+      int n_ref = 0;
+      assert_int_equal(ref_eval_func(g->main, (const float *const *)vals, &ref, &n_ref, &d), TEMPER_OK);
+      ref_cache[setting] = ref[0];
+      free(ref);
+    }
+    const float *ref0 = ref_cache[setting];
+    float *input = vals[0];
+    vals[0] = NULL;
+    assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+    fixed fx = {key, cfg};
+    pipeline_opts o = {.vec = engine->target.vec, .choose = choose_fixed, .ctx = &fx, .block_inputs = block_in};
+    temper_status s = pipeline_optimize_with(g, &o, &d);
+    exec *x = NULL;
+    if (!s) s = exec_create(engine, g, 1 + (k % 2), &x, &d);
+    char json[512];
+    config_json(&sp, &cfg, json, sizeof json);
+    if (s) fprintf(stderr, "%s seed %llu config %s: %s\n", sc->name, (unsigned long long)seed, json, d.msg);
+    assert_int_equal(s, TEMPER_OK);
+    exec_set_input(x, 0, input);
+    exec_run(x);
+    int64_t cnt = shape_numel(&x->output_shapes[0]);
+    const float *got = exec_output(x, 0);
+    double err = 0, scale = 1e-6;
+    for (int64_t i = 0; i < cnt; i++) {
+      double e = fabs((double)got[i] - ref0[i]);
+      if (!(e <= err)) err = e;
+      if (fabs(ref0[i]) > scale) scale = fabs(ref0[i]);
+    }
+    if (!(err / scale < 1e-4))
+      fprintf(stderr, "%s seed %llu setting %d blocked-input %d config %s: relative error %g\n", sc->name,
+              (unsigned long long)seed, setting, block_in, json, err / scale);
+    assert_true(err / scale < 1e-4);
+    exec_destroy(x);
+    free(input);
+    for (int i = 1; i < np; i++) free(vals[i]);
+    temper_graph_destroy(g);
+  }
+  for (int i = 0; i < 4; i++) free(ref_cache[i]);
+}
+
+static void test_random_configs_match_reference(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    if (part < 0 || (int)(i % 2) == part) run_case(&cases[i], 1000 + i);
+}
+
+/* index → config → index round-trips; text forms parse back; bad configs are refused by name */
+static void test_space_round_trips(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const shape_case *sc = &cases[i];
+    conv_workload w = {1, sc->C, sc->H, sc->W, sc->K, sc->R, sc->S, sc->sh, sc->sw, sc->pt, sc->pl, sc->pb, sc->pr, sc->dh, sc->dh, sc->G};
+    task_space sp;
+    space_build(&w, 16, &sp);
+    assert_true(sp.size > 0);
+    for (int64_t idx = 0; idx < sp.size; idx += 1 + sp.size / 97) {
+      sched_config c, c2;
+      assert_int_equal(space_config(&sp, idx, &c), 0);
+      assert_int_equal(space_index(&sp, &c), idx);
+      if (!space_valid(&sp, &c)) continue;
+      char json[512], shrt[512], err[256];
+      config_json(&sp, &c, json, sizeof json);
+      assert_int_equal(config_parse(&sp, json, &c2, err, sizeof err), 0);
+      assert_int_equal(space_index(&sp, &c2), idx);
+      config_short(&sp, &c, shrt, sizeof shrt);
+      assert_int_equal(config_parse(&sp, shrt, &c2, err, sizeof err), 0);
+      assert_int_equal(space_index(&sp, &c2), idx);
+    }
+    sched_config def;
+    config_default(&sp, &def);
+    assert_true(space_valid(&sp, &def));
+  }
+  conv_workload w = {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  task_space sp;
+  space_build(&w, 16, &sp);
+  sched_config c;
+  char err[256];
+  assert_int_not_equal(config_parse(&sp, "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":24,\"ow_bn\":8,\"oh_bn\":1,\"unroll_kw\":true,\"order\":0,\"par\":0}", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "knob oc_bn: 24 is not a candidate"));
+  assert_int_not_equal(config_parse(&sp, "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":8,\"oh_bn\":1,\"unroll_kw\":true,\"order\":0,\"par\":0,\"tile_x\":4}", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "has no knob \"tile_x\""));
+  assert_int_not_equal(config_parse(&sp, "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16}", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "knob oc_bn is missing"));
+  assert_int_not_equal(config_parse(&sp, "{\"template\":\"conv2d_1x1\"}", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "does not apply"));
+  assert_int_not_equal(config_parse(&sp, "{\"template\":\"winograd\"}", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "unknown template"));
+  assert_int_not_equal(config_parse(&sp, "{\"template\": ", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "bad JSON at line 1"));
+  assert_int_not_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=16,oc_bn=64,ow_bn=28,oh_bn=4,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "vector registers"));
+  /* the same workload gives the same key */
+  char k1[256], k2[256];
+  workload_key(&w, k1, sizeof k1);
+  workload_key(&sp.w, k2, sizeof k2);
+  assert_string_equal(k1, k2);
+  assert_string_equal(k1, "conv2d_n1_c64_h56_w56_k64_r3s3_st1x1_p1x1x1x1_d1x1_g1_f32_nchw");
+}
+
+static int setup(void **state) {
+  (void)state;
+  diag d = {0};
+  return engine_create(&engine, &d) == TEMPER_OK ? 0 : -1;
+}
+static int teardown(void **state) {
+  (void)state;
+  engine_destroy(engine);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) part = atoi(argv[1]);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_space_round_trips), cmocka_unit_test(test_random_configs_match_reference)};
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
