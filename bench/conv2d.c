@@ -1,0 +1,261 @@
+/* conv2d.c: temper's conv2d kernels against oneDNN and the FMA peak, side by
+ * side in one process, for each ResNet-50 layer at 1 and 2 threads:
+ * temper's default config, the best of a random sweep of N valid configs,
+ * oneDNN (format_tag::any, forward inference). Medians of timed rounds.
+ *
+ * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all]
+ * (--all adds the ResNet-18-only layers) */
+#include <dnnl.h>
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "engine.h"
+#include "space.h"
+#include "workloads.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* median seconds per call: rounds of `number` calls, number grown until a
+ * round lasts 20 ms */
+typedef void (*call_fn)(void *);
+static double time_median(call_fn fn, void *ctx, int rounds) {
+  fn(ctx);
+  int number = 1;
+  for (;;) {
+    double t0 = now();
+    for (int i = 0; i < number; i++) fn(ctx);
+    double t = now() - t0;
+    if (t > 0.02 || number > 1 << 20) break;
+    number = t < 1e-4 ? number * 10 : (int)(number * 0.025 / t) + 1;
+  }
+  double r[64];
+  for (int k = 0; k < rounds; k++) {
+    double t0 = now();
+    for (int i = 0; i < number; i++) fn(ctx);
+    r[k] = (now() - t0) / number;
+  }
+  qsort(r, (size_t)rounds, sizeof(double), cmp_d);
+  return r[rounds / 2];
+}
+
+/* ---- FMA peak: 24 independent 512-bit FMA chains per thread ---- */
+#define ACC24(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) \
+                 X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+typedef struct peak_job { double gflops; } peak_job;
+static volatile float peak_sink;
+__attribute__((target("avx512f"))) static void *peak_thread(void *arg) {
+  peak_job *j = arg;
+  const long iters = 20000000;
+  __m512 b = _mm512_set1_ps(1e-3f), c = _mm512_set1_ps(0.999f);
+#define DECL(i) __m512 a##i = _mm512_set1_ps((float)i);
+  ACC24(DECL)
+  double t0 = now();
+  for (long it = 0; it < iters; it++) {
+#define STEP(i) a##i = _mm512_fmadd_ps(a##i, c, b);
+    ACC24(STEP)
+    __asm__ volatile("" : : : "memory");
+  }
+  double t = now() - t0;
+  __m512 r = _mm512_setzero_ps();
+#define SUM(i) r = _mm512_add_ps(r, a##i);
+  ACC24(SUM)
+  peak_sink = _mm512_reduce_add_ps(r);
+  j->gflops = (double)iters * 24 * 32 / t * 1e-9;
+  return NULL;
+}
+
+static double fma_peak(int threads) {
+  pthread_t th[8];
+  peak_job jobs[8];
+  double total = 0;
+  for (int i = 0; i < threads; i++) pthread_create(&th[i], NULL, peak_thread, &jobs[i]);
+  for (int i = 0; i < threads; i++) {
+    pthread_join(th[i], NULL);
+    total += jobs[i].gflops;
+  }
+  return total;
+}
+
+/* ---- temper ---- */
+typedef struct fixed { const char *key; sched_config cfg; } fixed;
+static int choose_fixed(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+  (void)s, (void)err, (void)n;
+  fixed *fx = ctx;
+  if (strcmp(key, fx->key)) return 0;
+  *out = fx->cfg;
+  return 1;
+}
+
+typedef struct kcall { exec_step *st; temper_pool *pool; } kcall;
+static void run_kernel(void *ctx) {
+  kcall *k = ctx;
+  k->st->k->fn(k->st->argv, k->pool);
+}
+
+/* seconds per call of the conv kernel under cfg, at each thread count */
+static int time_temper(temper_engine *e, const bench_layer *L, const char *key, const sched_config *cfg, int n_thr,
+                       const int *thr, double *out) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "def @main(%%x: Tensor[(1, %d, %d, %d), float32], %%w: Tensor[(%d, %d, %d, %d), float32]) {\n"
+           "  %%0 = nn.conv2d(%%x, %%w, strides=[%d, %d], padding=[%d, %d, %d, %d]);\n"
+           "  %%1 = nn.relu(%%0);\n  nn.max_pool2d(%%1)\n}\n",
+           L->C, L->H, L->W, L->K, L->C, L->k, L->k, L->stride, L->stride, L->pad, L->pad, L->pad, L->pad);
+  temper_graph *g = NULL;
+  char *err = NULL;
+  if (temper_graph_parse(text, "bench", &g, &err)) { fprintf(stderr, "%s\n", err); free(err); return -1; }
+  node *wp = g->main->params[1];
+  float *w = malloc(sizeof(float) * (size_t)shape_numel(&wp->ty.shape));
+  data_random_param(w, &wp->ty.shape, 5, 0, 0);
+  float *vals[2] = {NULL, w};
+  diag d = {0};
+  fixed fx = {key, *cfg};
+  pipeline_opts o = {.vec = e->target.vec, .choose = choose_fixed, .ctx = &fx, .block_inputs = 1};
+  int rc = -1;
+  if (bind_params(g, vals, &d) || pipeline_optimize_with(g, &o, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
+  for (int t = 0; t < n_thr; t++) {
+    exec *x = NULL;
+    if (exec_create(e, g, thr[t], &x, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
+    float *in = malloc(sizeof(float) * (size_t)L->C * L->H * L->W);
+    shape_t xs = {4, {1, L->C, L->H, L->W}};
+    data_random_param(in, &xs, 9, 1, 0);
+    exec_set_input(x, 0, in);
+    exec_run(x);
+    free(in);
+    kcall kc = {NULL, x->pool};
+    for (int i = 0; i < x->n_steps; i++)
+      if (strstr(x->steps[i].k->name, "conv2d")) kc.st = &x->steps[i];
+    out[t] = time_median(run_kernel, &kc, 15);
+    exec_destroy(x);
+  }
+  rc = 0;
+out:
+  free(w);
+  temper_graph_destroy(g);
+  return rc;
+}
+
+/* ---- oneDNN ---- */
+typedef struct dnnl_run { dnnl_primitive_t prim; dnnl_stream_t stream; dnnl_exec_arg_t args[3]; } dnnl_run;
+static void run_dnnl(void *ctx) {
+  dnnl_run *r = ctx;
+  dnnl_primitive_execute(r->prim, r->stream, 3, r->args);
+  dnnl_stream_wait(r->stream);
+}
+
+static double time_dnnl(dnnl_engine_t eng, const bench_layer *L, int threads) {
+  omp_set_num_threads(threads);
+  int OH = (L->H + 2 * L->pad - L->k) / L->stride + 1, OW = (L->W + 2 * L->pad - L->k) / L->stride + 1;
+  dnnl_dims_t sd = {1, L->C, L->H, L->W}, wd = {L->K, L->C, L->k, L->k}, dd = {1, L->K, OH, OW};
+  dnnl_dims_t st = {L->stride, L->stride}, dil = {0, 0}, pl = {L->pad, L->pad}, pr = {L->pad, L->pad};
+  dnnl_memory_desc_t smd, wmd, dmd;
+  dnnl_memory_desc_init_by_tag(&smd, 4, sd, dnnl_f32, dnnl_format_tag_any);
+  dnnl_memory_desc_init_by_tag(&wmd, 4, wd, dnnl_f32, dnnl_format_tag_any);
+  dnnl_memory_desc_init_by_tag(&dmd, 4, dd, dnnl_f32, dnnl_format_tag_any);
+  dnnl_convolution_desc_t cd;
+  dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &smd, &wmd, NULL, &dmd, st, dil, pl, pr);
+  dnnl_primitive_desc_t pd;
+  if (dnnl_primitive_desc_create(&pd, &cd, NULL, eng, NULL) != dnnl_success) return NAN;
+  dnnl_run r;
+  dnnl_stream_create(&r.stream, eng, dnnl_stream_default_flags);
+  dnnl_memory_t m[3];
+  const dnnl_query_t q[3] = {dnnl_query_src_md, dnnl_query_weights_md, dnnl_query_dst_md};
+  const int argk[3] = {DNNL_ARG_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DST};
+  for (int i = 0; i < 3; i++) {
+    dnnl_memory_create(&m[i], dnnl_primitive_desc_query_md(pd, q[i], 0), eng, DNNL_MEMORY_ALLOCATE);
+    void *h;
+    dnnl_memory_get_data_handle(m[i], &h);
+    memset(h, 0, dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, q[i], 0)));
+    r.args[i] = (dnnl_exec_arg_t){argk[i], m[i]};
+  }
+  dnnl_primitive_create(&r.prim, pd);
+  double t = time_median(run_dnnl, &r, 15);
+  dnnl_primitive_destroy(r.prim);
+  for (int i = 0; i < 3; i++) dnnl_memory_destroy(m[i]);
+  dnnl_stream_destroy(r.stream);
+  dnnl_primitive_desc_destroy(pd);
+  return t;
+}
+
+int main(int argc, char **argv) {
+  int sweep = 30, all = 0, n_thr = 2, thr[2] = {1, 2};
+  uint64_t seed = 1;
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--sweep") && i + 1 < argc) sweep = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--layer") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) n_thr = 1, thr[0] = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--all")) all = 1;
+    else { fprintf(stderr, "usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all]\n"); return 2; }
+  }
+  temper_engine *e = NULL;
+  diag d = {0};
+  if (engine_create(&e, &d)) { fprintf(stderr, "%s\n", d.msg); return 1; }
+  dnnl_engine_t eng;
+  dnnl_engine_create(&eng, dnnl_cpu, 0);
+  double peak[2];
+  for (int t = 0; t < n_thr; t++) peak[t] = fma_peak(thr[t]);
+  printf("FMA peak (measured now): ");
+  for (int t = 0; t < n_thr; t++) printf("%s%d thread%s %.1f GFLOP/s", t ? ", " : "", thr[t], thr[t] > 1 ? "s" : "", peak[t]);
+  printf("\nsweep: %d random valid configs per layer (seed %llu) plus the default\n\n", sweep, (unsigned long long)seed);
+  printf("| layer | thr | default GFLOP/s | best GFLOP/s | oneDNN GFLOP/s | default/oneDNN | best/oneDNN | best %% of peak | best config |\n");
+  printf("|---|---|---|---|---|---|---|---|---|\n");
+  double lg_def[2] = {0}, lg_best[2] = {0};
+  int n_layers = 0;
+  for (size_t li = 0; li < sizeof bench_layers / sizeof *bench_layers; li++) {
+    const bench_layer *L = &bench_layers[li];
+    if ((!all && !L->resnet50) || (only && strcmp(only, L->name))) continue;
+    conv_workload w = {1, L->C, L->H, L->W, L->K, L->k, L->k, L->stride, L->stride, L->pad, L->pad, L->pad, L->pad, 1, 1, 1};
+    task_space sp;
+    space_build(&w, e->target.vec, &sp);
+    char key[256];
+    workload_key(&w, key, sizeof key);
+    double flops = workload_flops(&w), best[2] = {1e9, 1e9}, def[2] = {0}, dn[2];
+    sched_config cfg, best_cfg[2];
+    pcg32 rng;
+    pcg32_seed(&rng, seed + li, 3);
+    for (int k = 0; k <= sweep; k++) {
+      if (k == 0) config_default(&sp, &cfg);
+      else do space_config(&sp, (int64_t)(pcg32_next(&rng) % (uint32_t)sp.size), &cfg);
+        while (!space_valid(&sp, &cfg));
+      double t[2];
+      if (time_temper(e, L, key, &cfg, n_thr, thr, t)) return 1;
+      for (int i = 0; i < n_thr; i++) {
+        if (k == 0) def[i] = t[i];
+        if (t[i] < best[i]) best[i] = t[i], best_cfg[i] = cfg;
+      }
+    }
+    for (int i = 0; i < n_thr; i++) dn[i] = time_dnnl(eng, L, thr[i]);
+    for (int i = 0; i < n_thr; i++) {
+      char sh[256];
+      config_short(&sp, &best_cfg[i], sh, sizeof sh);
+      printf("| %s | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %.0f%% | `%s` |\n", L->name, thr[i], flops / def[i] * 1e-9,
+             flops / best[i] * 1e-9, flops / dn[i] * 1e-9, dn[i] / def[i], dn[i] / best[i], flops / best[i] * 1e-9 / peak[i] * 100, sh);
+      lg_def[i] += log(dn[i] / def[i]);
+      lg_best[i] += log(dn[i] / best[i]);
+    }
+    fflush(stdout);
+    n_layers++;
+  }
+  for (int i = 0; i < n_thr && n_layers; i++)
+    printf("\ngeometric mean over %d layers at %d thread%s: default/oneDNN %.3f, best/oneDNN %.3f\n", n_layers, thr[i],
+           thr[i] > 1 ? "s" : "", exp(lg_def[i] / n_layers), exp(lg_best[i] / n_layers));
+  dnnl_engine_destroy(eng);
+  engine_destroy(e);
+  return 0;
+}
