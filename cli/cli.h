@@ -30,6 +30,8 @@ int cli_parse_input_flag(model_data *md, const char *arg);
 int cmd_run(int argc, char **argv);
 int cmd_lower(int argc, char **argv);
 int cmd_space(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
+int cmd_db(int argc, char **argv);
 struct tune_task;
 int cli_find_task(struct tune_task *tasks, int n, const char *k);
 int cli_load_tasks(const char *model, model_data *md, temper_graph **g, struct tune_task **tasks, int *n, int *vec);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
+#include "measure.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -9,6 +10,8 @@ static void usage(FILE *f) {
           "  run MODEL    compile in memory and run (--check compares with the reference)\n"
           "  lower MODEL  print the fused program (--fused) or every kernel's loop IR (--loops)\n"
           "  space MODEL  the tuning tasks and their knob spaces (--task K for one)\n"
+          "  tune MODEL --db FILE   tune every conv2d workload, recording every measurement\n"
+          "  db show FILE           what a tuning database holds\n"
           "  version      print the version\n"
           "See docs/cli.md for every option.\n");
 }
@@ -19,6 +22,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return cmd_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "lower")) return cmd_lower(argc - 1, argv + 1);
   if (!strcmp(cmd, "space")) return cmd_space(argc - 1, argv + 1);
+  if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+  if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
+  if (!strcmp(cmd, "__runner")) return runner_main();   /* hidden: the tuner's measuring process */
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("temper %s\n", TEMPER_VERSION); return 0; }
   if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }
   fprintf(stderr, "temper: unknown command '%s'\n", cmd);

@@ -22,6 +22,15 @@ void cg_jit_destroy(cg_jit *j);
 /* Compiles the kernels into one module at O3, adds it to the JIT, and
  * returns each kernel's entry point in fns[i]. */
 temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *fns, diag *d);
+/* Object code for builder threads: one cg_compiler (own target machine)
+ * per thread, one LLVM context per compile. */
+typedef struct cg_compiler cg_compiler;
+temper_status cg_compiler_create(cg_compiler **out, const cg_target *t, diag *d);
+void cg_compiler_destroy(cg_compiler *cc);
+temper_status cg_compile_object(cg_compiler *cc, lfunc *const *fs, int n, char **data, size_t *size, diag *d);
+/* Links object code into the JIT and returns the kernel `name`. */
+temper_status cg_jit_add_object(cg_jit *j, const char *data, size_t size, const char *name, temper_kernel_fn *fn, diag *d);
+
 /* The optimised LLVM IR (or the assembly) of one kernel, malloc'd. */
 temper_status cg_print_llvm(const cg_target *t, lfunc *f, int assembly, char **text, diag *d);
 #endif

@@ -699,3 +699,65 @@ temper_status cg_print_llvm(const cg_target *t, lfunc *f, int assembly, char **t
   LLVMDisposeTargetMachine(tm);
   return s;
 }
+
+/* ---- object code: what builder threads make and the runner loads ---- */
+struct cg_compiler {
+  LLVMTargetMachineRef tm;
+  cg_target t;
+};
+
+temper_status cg_compiler_create(cg_compiler **out, const cg_target *t, diag *d) {
+  pthread_once(&init_once, init_llvm);
+  *out = NULL;
+  cg_compiler *cc = calloc(1, sizeof *cc);
+  if (!cc) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  cc->t = *t;
+  if (!(cc->tm = make_tm(t, d))) { free(cc); return d->status; }
+  *out = cc;
+  return TEMPER_OK;
+}
+
+void cg_compiler_destroy(cg_compiler *cc) {
+  if (!cc) return;
+  LLVMDisposeTargetMachine(cc->tm);
+  free(cc);
+}
+
+temper_status cg_compile_object(cg_compiler *cc, lfunc *const *fs, int n, char **data, size_t *size, diag *d) {
+  *data = NULL;
+  *size = 0;
+  LLVMContextRef ctx = LLVMContextCreate();
+  cg c;
+  cg_begin(&c, ctx, &cc->t, d);
+  for (int i = 0; i < n; i++) gen_kernel(&c, fs[i]);
+  temper_status s = cg_finish(&c, cc->tm);
+  if (!s) {
+    char *err = NULL;
+    LLVMMemoryBufferRef mb = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(cc->tm, c.mod, LLVMObjectFile, &err, &mb)) {
+      s = diag_fail(d, TEMPER_ELLVM, "LLVM: emitting object code: %s", err);
+      LLVMDisposeMessage(err);
+    } else {
+      *size = LLVMGetBufferSize(mb);
+      *data = malloc(*size ? *size : 1);
+      if (*data) memcpy(*data, LLVMGetBufferStart(mb), *size);
+      else s = diag_fail(d, TEMPER_ENOMEM, "out of memory");
+      LLVMDisposeMemoryBuffer(mb);
+    }
+  }
+  LLVMDisposeModule(c.mod);
+  LLVMContextDispose(ctx);
+  return s;
+}
+
+temper_status cg_jit_add_object(cg_jit *j, const char *data, size_t size, const char *name, temper_kernel_fn *fn, diag *d) {
+  *fn = NULL;
+  LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, size, name);
+  LLVMErrorRef e = LLVMOrcLLJITAddObjectFile(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), mb);
+  if (e) return llvm_fail(d, e, "loading object code");
+  LLVMOrcExecutorAddress addr = 0;
+  e = LLVMOrcLLJITLookup(j->jit, &addr, name);
+  if (e) return llvm_fail(d, e, "looking up a kernel in object code");
+  *fn = (temper_kernel_fn)(uintptr_t)addr;
+  return TEMPER_OK;
+}

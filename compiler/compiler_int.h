@@ -46,6 +46,14 @@ char *arena_strdup(arena *a, const char *s);
 char *arena_strndup(arena *a, const char *s, size_t n);
 void arena_free(arena *a);
 
+/* copies src into dst[n], truncating; always terminated */
+static inline void str_copy(char *dst, size_t n, const char *src) {
+  size_t k = 0;
+  while (k + 1 < n && src[k]) k++;
+  for (size_t i = 0; i < k; i++) dst[i] = src[i];
+  if (n) dst[k] = 0;
+}
+
 /* ---- diagnostics (diag.c) ---- */
 typedef struct loc { int line, col; } loc_t;
 typedef struct diag {
@@ -244,6 +252,9 @@ temper_status bind_params(temper_graph *g, float *const *values, diag *d);
 /* Evaluates one op on its inputs. ins[i] has shape of args[i]; out sized by
  * the node's type (for tuple results out[0..n_fields)). */
 temper_status ref_eval_op(const node *call, const float *const *ins, float **outs, diag *d);
+/* Moves a tensor between layouts of the same primal axes (e.g. "NCHW" and
+ * "NCHW16c" with axes "NCHW" and their sizes); padding in dst is zero. */
+void ref_relayout(const float *src, const char *sl, float *dst, const char *dl, const char *axes, const int64_t *dims);
 /* Evaluates a function on input buffers; outputs malloc'd, one per result field. */
 temper_status ref_eval_func(const node *fn, const float *const *inputs, float ***outputs,
                             int *n_outputs, diag *d);

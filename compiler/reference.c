@@ -28,7 +28,7 @@ static void unravel(int64_t flat, const shape_t *s, int64_t *coord) {
 /* Moves a tensor between layouts of the same primal axes. The primal sizes
  * come from `dims`; padding in dst is zero. The source index is a sum of one
  * term per primal axis, tabulated once, so the walk over dst is cheap. */
-static void relayout(const float *src, const char *sl, float *dst, const char *dl, const char *axes, const int64_t *dims) {
+void ref_relayout(const float *src, const char *sl, float *dst, const char *dl, const char *axes, const int64_t *dims) {
   layout_t ls, ld;
   layout_parse(sl, &ls);
   layout_parse(dl, &ld);
@@ -123,10 +123,10 @@ static temper_status ref_conv2d(const node *n, const float *x, const float *w, f
   if (!is_plain(dl) && !(xp = malloc(sizeof(float) * (size_t)(c.N * c.C * c.H * c.W)))) return TEMPER_ENOMEM;
   if (!is_plain(kl) && !(wp = malloc(sizeof(float) * (size_t)(c.K * Cg * c.R * c.S)))) goto oom;
   if (!is_plain(ol) && !(yp = malloc(sizeof(float) * (size_t)(c.N * c.K * c.OH * c.OW)))) goto oom;
-  if (xp != x) relayout(x, dl, xp, "NCHW", "NCHW", xd);
-  if (wp != w) relayout(w, kl, wp, "OIHW", "OIHW", wd);
+  if (xp != x) ref_relayout(x, dl, xp, "NCHW", "NCHW", xd);
+  if (wp != w) ref_relayout(w, kl, wp, "OIHW", "OIHW", wd);
   conv_plain(&c, xp, wp, yp);
-  if (yp != y) relayout(yp, "NCHW", y, ol, "NCHW", yd);
+  if (yp != y) ref_relayout(yp, "NCHW", y, ol, "NCHW", yd);
   if (xp != x) free(xp);
   if (wp != w) free(wp);
   if (yp != y) free(yp);
@@ -179,9 +179,9 @@ static temper_status ref_pool(const node *n, const float *x, float *y) {
   float *xp = malloc(sizeof(float) * (size_t)(N * C * H * W)), *yp = malloc(sizeof(float) * (size_t)(N * C * OH * OW));
   if (!xp || !yp) { free(xp); free(yp); return TEMPER_ENOMEM; }
   int64_t xd[4] = {N, C, H, W}, yd[4] = {N, C, OH, OW};
-  relayout(x, l, xp, "NCHW", "NCHW", xd);
+  ref_relayout(x, l, xp, "NCHW", "NCHW", xd);
   pool_plain(n, xp, yp, N * C, H, W, OH, OW);
-  relayout(yp, "NCHW", y, l, "NCHW", yd);
+  ref_relayout(yp, "NCHW", y, l, "NCHW", yd);
   free(xp);
   free(yp);
   return TEMPER_OK;
@@ -317,7 +317,7 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
       if (!ls.factor[i]) dims[np] = xs->d[i], axes[np++] = ls.axis[i];
     for (int i = 0; i < ls.n; i++)
       if (ls.factor[i]) dims[strchr(axes, ls.axis[i] - ('a' - 'A')) - axes] *= ls.factor[i];
-    relayout(in[0], src, y, dst, axes, dims);
+    ref_relayout(in[0], src, y, dst, axes, dims);
     break;
   }
   case OP_COUNT: case OP_FUNCALL: return diag_fail(d, TEMPER_EINTERNAL, "reference: bad op");

@@ -18,3 +18,4 @@ typedef struct tune_task {
  * fold on it; the tasks in order of first occurrence. *out malloc'd. */
 temper_status tasks_extract(temper_graph *g, int vec, tune_task **out, int *n, diag *d);
 #endif
+

@@ -1,0 +1,133 @@
+/* tune.c: temper tune MODEL --db FILE — tune every conv2d workload of a
+ * model, recording every measurement; and temper db show FILE. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "tune.h"
+
+static int usage(void) {
+  fprintf(stderr,
+          "usage: temper tune MODEL --db FILE [--trials N] [--minutes M] [--search random|grid|ga] [--seed S]\n"
+          "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS]\n"
+          "                   [--task PATTERN] [--top-k K] [--params DIR]\n");
+  return 2;
+}
+
+static int num(const char *flag, const char *v, double lo, double hi, double *out) {
+  char *end;
+  double x = v ? strtod(v, &end) : 0;
+  if (!v || *end || x < lo || x > hi) {
+    fprintf(stderr, "temper tune: %s expects a number in [%g, %g], got '%s'\n", flag, lo, hi, v ? v : "");
+    return 1;
+  }
+  *out = x;
+  return 0;
+}
+
+int cmd_tune(int argc, char **argv) {
+  const char *model = NULL, *dbpath = NULL;
+  model_data md = {.seed = 1};
+  tune_opts o = {.trials = -1, .search = SEARCH_GA, .seed = 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .top_k = 3,
+                 .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10}};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    double x;
+    if (!strcmp(a, "--db") && v) dbpath = v, i++;
+    else if (!strcmp(a, "--trials")) { if (num(a, v, 1, 1e9, &x)) return 2; o.trials = (int)x; i++; }
+    else if (!strcmp(a, "--minutes")) { if (num(a, v, 0.001, 1e6, &o.minutes)) return 2; i++; }
+    else if (!strcmp(a, "--seed")) { if (num(a, v, 0, 1e18, &x)) return 2; o.seed = (uint64_t)x; md.seed = o.seed; i++; }
+    else if (!strcmp(a, "--threads")) { if (num(a, v, 1, 256, &x)) return 2; o.m.threads = (int)x; i++; }
+    else if (!strcmp(a, "--build-jobs")) { if (num(a, v, 1, 16, &x)) return 2; o.build_jobs = (int)x; i++; }
+    else if (!strcmp(a, "--timeout")) { if (num(a, v, 0.1, 3600, &o.m.timeout_s)) return 2; i++; }
+    else if (!strcmp(a, "--repeat")) { if (num(a, v, 1, MEASURE_MAX_ROUNDS, &x)) return 2; o.m.repeat = (int)x; i++; }
+    else if (!strcmp(a, "--min-repeat-ms")) { if (num(a, v, 0, 10000, &o.m.min_repeat_ms)) return 2; i++; }
+    else if (!strcmp(a, "--top-k")) { if (num(a, v, 0, 16, &x)) return 2; o.top_k = (int)x; i++; }
+    else if (!strcmp(a, "--task") && v) o.task_pattern = v, i++;
+    else if (!strcmp(a, "--params") && v) md.params_dir = v, i++;
+    else if (!strcmp(a, "--search") && v) {
+      if (!strcmp(v, "random")) o.search = SEARCH_RANDOM;
+      else if (!strcmp(v, "grid")) o.search = SEARCH_GRID;
+      else if (!strcmp(v, "ga")) o.search = SEARCH_GA;
+      else { fprintf(stderr, "temper tune: --search expects random, grid or ga, got '%s'\n", v); return 2; }
+      i++;
+    } else if (a[0] == '-') { fprintf(stderr, "temper tune: unknown option '%s'\n", a); return usage(); }
+    else if (!model) model = a;
+    else return usage();
+  }
+  if (!model || !dbpath) return usage();
+  if (o.trials < 0) o.trials = o.minutes > 0 ? 1000000000 : 64;
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) { fprintf(stderr, "temper tune: cannot find the temper binary for the runner\n"); return 1; }
+  self[len] = 0;
+  o.runner_binary = self;
+  o.log = stderr;
+  o.tty = isatty(2);
+  temper_graph *g = NULL;
+  tune_task *tasks = NULL;
+  tune_task_result *res = NULL;
+  temper_db *db = NULL;
+  int n = 0, vec, rc = 1;
+  if (cli_load_tasks(model, &md, &g, &tasks, &n, &vec)) goto out;
+  char err[4096];
+  if (temper_db_open(dbpath, &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
+  res = calloc((size_t)n + 1, sizeof *res);
+  if (!res) goto out;
+  char command[4096];
+  size_t k = 0;
+  for (int i = 0; i < argc && k + 2 < sizeof command; i++) k += (size_t)snprintf(command + k, sizeof command - k, "%s%s", i ? " " : "temper ", argv[i]);
+  int matched = 0;
+  for (int i = 0; i < n; i++) matched += !o.task_pattern || strstr(tasks[i].key, o.task_pattern) != NULL;
+  fprintf(stderr, "tuning %d of %d tasks of %s into %s: %s search, %d trials per task%s, %d thread%s, seed %llu\n", matched, n,
+          model, dbpath, search_names[o.search], o.trials > 100000000 ? 0 : o.trials, o.minutes > 0 ? " (time-bound)" : "",
+          o.m.threads, o.m.threads > 1 ? "s" : "", (unsigned long long)o.seed);
+  diag d = {0};
+  temper_status s = tune_run(db, tasks, n, &o, command, res, &d);
+  /* the summary, even after a failure: every record made is in the database */
+  double t_best = 0, t_def = 0;
+  int complete = 1;
+  printf("\n%-3s %-66s %6s %6s %10s %10s %8s\n", "#", "workload", "trials", "errors", "default", "best", "speed-up");
+  for (int i = 0; i < n; i++) {
+    tune_task *t = &tasks[i];
+    tune_task_result *r = &res[i];
+    if (o.task_pattern && !strstr(t->key, o.task_pattern)) continue;
+    double gb = r->best_s > 0 ? t->flops / r->best_s * 1e-9 : 0, gd = r->default_s > 0 ? t->flops / r->default_s * 1e-9 : 0;
+    printf("%-3d %-66.66s %6d %6d %6.1f GF/s %6.1f GF/s %7.2fx\n", i, t->key, r->new_trials, r->errors, gd, gb,
+           gd > 0 && gb > 0 ? gb / gd : 0);
+    if (r->best_s > 0 && r->default_s > 0) {
+      t_best += r->best_s * t->count;
+      t_def += r->default_s * t->count;
+    } else {
+      complete = 0;
+    }
+  }
+  if (t_best > 0)
+    printf("estimated conv2d time of the model: %.2f ms with the best configs, %.2f ms with the defaults (%.2fx)%s\n",
+           t_best * 1e3, t_def * 1e3, t_def / t_best, complete ? "" : " (tasks without both measurements left out)");
+  if (s) { fprintf(stderr, "temper tune: %s\n", d.msg); goto out; }
+  rc = 0;
+out:
+  free(res);
+  free(tasks);
+  temper_db_close(db);
+  cli_model_data_free(&md);
+  temper_graph_destroy(g);
+  return rc;
+}
+
+int cmd_db(int argc, char **argv) {
+  if (argc < 3 || strcmp(argv[1], "show")) {
+    fprintf(stderr, "usage: temper db show FILE\n");
+    return 2;
+  }
+  temper_db *db = NULL;
+  char err[4096];
+  if (temper_db_open(argv[2], &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); return 1; }
+  db_set_tmpl_version_hook(tune_tmpl_version);
+  temper_status s = db_show(db, stdout);
+  if (s) fprintf(stderr, "temper: %s\n", db_errmsg(db));
+  temper_db_close(db);
+  return s ? 1 : 0;
+}

@@ -1,0 +1,91 @@
+/* db.h: the tuning database. One SQLite file, WAL mode, a busy timeout, and
+ * BEGIN IMMEDIATE for writes, so several tuners can share it; every record
+ * is committed as soon as it is measured. db.c is the only file that
+ * includes sqlite3.h.
+ *
+ * Tables: meta (schema version), targets, workloads, runs (one per tune
+ * invocation), records (one per measurement, errors included). The best
+ * record is a query, never a stored flag. */
+#ifndef TEMPER_DB_H
+#define TEMPER_DB_H
+#include <stddef.h>
+#include <stdint.h>
+#include "temper/temper.h"
+
+enum { DB_SCHEMA_VERSION = 2 };
+
+typedef struct temper_db temper_db;
+
+typedef struct db_target {
+  char triple[128];
+  char cpu[64];
+  char features[2048];
+  char llvm_version[32];
+  int cores;
+} db_target;
+
+/* the outcome of one measurement: ORDER STATUS */
+#define DB_STATUSES(X) X(OK, "ok") X(COMPILE_ERROR, "compile_error") X(RUNTIME_ERROR, "runtime_error") \
+  X(WRONG_ANSWER, "wrong_answer") X(TIMEOUT, "timeout")
+typedef enum db_status {
+#define X(id, name) DB_##id,
+  DB_STATUSES(X)
+#undef X
+  DB_STATUS_COUNT
+} db_status;
+extern const char *const db_status_names[DB_STATUS_COUNT];
+
+typedef struct db_record {
+  int64_t id;
+  char workload[256];       /* workload key */
+  int64_t target_id;
+  char tmpl[32];            /* template name and version */
+  int tmpl_version;
+  char config[512];         /* canonical JSON */
+  int64_t config_index;
+  int threads;
+  db_status status;
+  double median_s, min_s, max_s;   /* per call; 0 unless ok */
+  int rounds;
+  double gflops;
+  char measured_at[32];     /* ISO 8601 UTC */
+  char host[64];
+  char temper_version[16];
+  int64_t run_id;
+  int remeasure;            /* 1: a re-measurement of a top config */
+  char error[256];          /* what went wrong, for errors */
+} db_record;
+
+/* Opens (creating if missing) and migrates an older schema in one
+ * transaction; refuses a newer schema or a file that is not a database.
+ * On failure *db is NULL and err holds the reason. */
+temper_status temper_db_open(const char *path, temper_db **db, char *err, size_t n);
+void temper_db_close(temper_db *db);
+const char *db_errmsg(temper_db *db);
+
+temper_status db_target_id(temper_db *db, const db_target *t, int64_t *id);
+temper_status db_target_get(temper_db *db, int64_t id, db_target *t);
+temper_status db_workload_id(temper_db *db, const char *key, const char *op, const char *desc_json, double flops, int64_t *id);
+temper_status db_run_begin(temper_db *db, const char *command, uint64_t seed, const char *host, int64_t *id);
+temper_status db_run_end(temper_db *db, int64_t id);
+/* inserts one record in its own transaction (committed on return) */
+temper_status db_insert(temper_db *db, const db_record *r);
+
+/* config indices already measured for (workload, target, threads), counting
+ * only records of the template versions in force: *out malloc'd */
+temper_status db_measured(temper_db *db, const char *workload, int64_t target_id, int threads, int64_t **out, int *n);
+/* ok records of the condition, fastest first; *out malloc'd */
+temper_status db_ok_records(temper_db *db, const char *workload, int64_t target_id, int threads, db_record **out, int *n);
+/* the best ok record of (workload, target, threads) among the template
+ * versions in force; 1 if found, 0 if none */
+int db_best(temper_db *db, const char *workload, int64_t target_id, int threads, db_record *out);
+/* counts of records per status for (workload, target, threads) */
+temper_status db_counts(temper_db *db, const char *workload, int64_t target_id, int threads, int counts[DB_STATUS_COUNT]);
+
+/* `temper db show`: one row per (workload, target, threads) */
+temper_status db_show(temper_db *db, void *file);
+/* the template version a record must carry to be used today (-1 unknown
+ * template); the schedules module tells the database through the hook */
+int db_tmpl_version(const char *tmpl);
+void db_set_tmpl_version_hook(int (*f)(const char *tmpl));
+#endif

@@ -1,0 +1,352 @@
+/* tune.c: the tune loop. For each task: the search proposes a batch of new
+ * configs, builder threads compile them to object code (each thread with its
+ * own LLVM context and target machine), then the runner measures them one by
+ * one — compilation is paused while a measurement runs — and every outcome
+ * goes into the database the moment it exists. At the end the fastest
+ * configs are measured again with more rounds. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "tune.h"
+
+enum { BATCH = 8 };
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void tune_host_target(db_target *t) {
+  memset(t, 0, sizeof *t);
+  cg_target c;
+  diag d = {0};
+  cg_host_target(&c, &d);
+  snprintf(t->triple, sizeof t->triple, "%s", c.triple);
+  snprintf(t->cpu, sizeof t->cpu, "%s", c.cpu);
+  snprintf(t->features, sizeof t->features, "%s", c.features);
+  snprintf(t->llvm_version, sizeof t->llvm_version, "19");
+  t->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+int tune_tmpl_version(const char *name) {
+  for (int i = 0; i < TMPL_COUNT; i++)
+    if (!strcmp(tmpl_names[i], name)) return tmpl_versions[i];
+  return -1;
+}
+
+/* ---- builder threads ---- */
+typedef struct build_job {
+  const tune_task *t;
+  sched_config cfg;
+  obj_code obj;
+  temper_status status;
+  char error[256];
+} build_job;
+
+typedef struct builders {
+  int n;
+  cg_compiler *cc[16];
+  int vec;
+  build_job *jobs;
+  int n_jobs;
+} builders;
+
+typedef struct builder_arg { builders *b; int k; } builder_arg;
+
+static void *builder_thread(void *arg) {
+  builder_arg *a = arg;
+  builders *b = a->b;
+  for (int i = a->k; i < b->n_jobs; i += b->n) {
+    build_job *j = &b->jobs[i];
+    diag d = {0};
+    j->status = build_object(b->cc[a->k], b->vec, j->t, &j->cfg, j->obj.name, &j->obj, &d);
+    if (j->status) str_copy(j->error, sizeof j->error, d.msg);
+  }
+  return NULL;
+}
+
+static void build_all(builders *b) {
+  pthread_t th[16];
+  builder_arg args[16];
+  int started = 0;
+  for (int k = 1; k < b->n; k++) {
+    args[k] = (builder_arg){b, k};
+    if (!pthread_create(&th[k], NULL, builder_thread, &args[k])) started |= 1 << k;
+  }
+  args[0] = (builder_arg){b, 0};
+  builder_thread(&args[0]);
+  for (int k = 1; k < b->n; k++)
+    if (started & (1 << k)) pthread_join(th[k], NULL);
+    else { args[k] = (builder_arg){b, k}; builder_thread(&args[k]); }
+}
+
+/* ---- one measurement, recorded ---- */
+typedef struct tuner {
+  temper_db *db;
+  const tune_opts *o;
+  builders b;
+  runner *r;
+  int64_t target_id, run_id;
+  char host[64];
+  unsigned long counter;
+  double t_compile, t_measure;
+} tuner;
+
+static double median_of(const double *v, int n) {
+  double tmp[MEASURE_MAX_ROUNDS];
+  memcpy(tmp, v, sizeof(double) * (size_t)n);
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && tmp[j - 1] > tmp[j]; j--) {
+      double x = tmp[j];
+      tmp[j] = tmp[j - 1];
+      tmp[j - 1] = x;
+    }
+  return n ? (n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2])) : 0;
+}
+
+static temper_status record(tuner *tu, const tune_task *t, const sched_config *cfg, int64_t idx, const measure_result *m,
+                            int remeasure, db_record *out) {
+  db_record r = {0};
+  snprintf(r.workload, sizeof r.workload, "%s", t->key);
+  r.target_id = tu->target_id;
+  snprintf(r.tmpl, sizeof r.tmpl, "%s", tmpl_names[cfg->tmpl]);
+  r.tmpl_version = tmpl_versions[cfg->tmpl];
+  config_json(&t->space, cfg, r.config, sizeof r.config);
+  r.config_index = idx;
+  r.threads = tu->o->m.threads;
+  r.status = m->status;
+  if (m->status == DB_OK && m->rounds > 0) {
+    r.rounds = m->rounds;
+    r.median_s = median_of(m->times, m->rounds);
+    r.min_s = r.max_s = m->times[0];
+    for (int i = 1; i < m->rounds; i++) {
+      r.min_s = fmin(r.min_s, m->times[i]);
+      r.max_s = fmax(r.max_s, m->times[i]);
+    }
+    r.gflops = t->flops / r.median_s * 1e-9;
+  } else if (m->status == DB_OK) {
+    r.status = DB_RUNTIME_ERROR;
+    snprintf(r.error, sizeof r.error, "no timing rounds");
+  }
+  if (m->status != DB_OK) str_copy(r.error, sizeof r.error, m->error);
+  snprintf(r.host, sizeof r.host, "%s", tu->host);
+  snprintf(r.temper_version, sizeof r.temper_version, "%s", TEMPER_VERSION);
+  r.run_id = tu->run_id;
+  r.remeasure = remeasure;
+  if (out) *out = r;
+  return db_insert(tu->db, &r);
+}
+
+/* builds and measures a batch of configs; outcomes in res[] */
+static void measure_batch(tuner *tu, const tune_task *t, const int64_t *idx, int n, int repeat_scale, measure_result *res) {
+  const tune_opts *o = tu->o;
+  sched_config cfg[BATCH * 2];
+  for (int i = 0; i < n; i++) space_config(&t->space, idx[i], &cfg[i]);
+  if (o->measure) {   /* a fake runner: no build, no process */
+    for (int i = 0; i < n; i++) res[i] = o->measure(o->measure_ctx, t, &cfg[i], idx[i]);
+    return;
+  }
+  build_job jobs[BATCH * 2];
+  memset(jobs, 0, sizeof(build_job) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    jobs[i].t = t;
+    jobs[i].cfg = cfg[i];
+    snprintf(jobs[i].obj.name, sizeof jobs[i].obj.name, "k%lu_%lld", tu->counter++, (long long)idx[i]);
+  }
+  tu->b.jobs = jobs;
+  tu->b.n_jobs = n;
+  double t0 = now_s();
+  build_all(&tu->b);
+  double t1 = now_s();
+  tu->t_compile += t1 - t0;
+  measure_opts mo = o->m;
+  mo.repeat = o->m.repeat * repeat_scale;
+  if (mo.repeat > MEASURE_MAX_ROUNDS) mo.repeat = MEASURE_MAX_ROUNDS;
+  for (int i = 0; i < n; i++) {
+    if (jobs[i].status) {
+      res[i] = (measure_result){.status = DB_COMPILE_ERROR};
+      str_copy(res[i].error, sizeof res[i].error, jobs[i].error);
+    } else {
+      runner_hook h = o->hook ? o->hook(o->hook_ctx, t, idx[i]) : HOOK_NONE;
+      res[i] = runner_measure(tu->r, t, &cfg[i], &jobs[i].obj, &mo, h);
+    }
+    free(jobs[i].obj.data);
+  }
+  tu->t_measure += now_s() - t1;
+}
+
+static int matches(const tune_opts *o, const tune_task *t) { return !o->task_pattern || strstr(t->key, o->task_pattern); }
+
+static void progress(tuner *tu, int ti, int nt, const tune_task *t, int done, int budget, double best_s, int errors, double t_start,
+                     double left_s) {
+  FILE *f = tu->o->log;
+  if (!f) return;
+  double el = now_s() - t_start;
+  double eta = done > 0 ? el / done * (budget - done) : 0;
+  if (left_s >= 0 && eta > left_s) eta = left_s;
+  if (tu->o->tty)
+    fprintf(f, "\r[%d/%d] %-.58s %4d/%-4d best %6.1f GFLOP/s  errors %d  %3.0fs elapsed  ETA %3.0fs ", ti + 1, nt, t->key, done,
+            budget, best_s > 0 ? t->flops / best_s * 1e-9 : 0.0, errors, el, eta);
+  else
+    fprintf(f, "[%d/%d] %s: %d/%d trials, best %.1f GFLOP/s, errors %d, %.0fs elapsed, ETA %.0fs\n", ti + 1, nt, t->key, done,
+            budget, best_s > 0 ? t->flops / best_s * 1e-9 : 0.0, errors, el, eta);
+  fflush(f);
+}
+
+/* tunes one task within `trials` new measurements and `time_s` seconds */
+static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt, double time_s, tune_task_result *res, diag *d) {
+  const tune_opts *o = tu->o;
+  temper_status s;
+  char desc[512];
+  const conv_workload *w = &t->w;
+  snprintf(desc, sizeof desc,
+           "{\"op\":\"conv2d\",\"N\":%lld,\"C\":%lld,\"H\":%lld,\"W\":%lld,\"K\":%lld,\"R\":%lld,\"S\":%lld,\"stride\":[%lld,%lld],"
+           "\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld],\"groups\":%lld,\"dtype\":\"float32\",\"layout\":\"NCHW\"}",
+           (long long)w->N, (long long)w->C, (long long)w->H, (long long)w->W, (long long)w->K, (long long)w->R, (long long)w->S,
+           (long long)w->sh, (long long)w->sw, (long long)w->pt, (long long)w->pl, (long long)w->pb, (long long)w->pr,
+           (long long)w->dh, (long long)w->dw, (long long)w->G);
+  int64_t wid;
+  if ((s = db_workload_id(tu->db, t->key, "conv2d", desc, t->flops, &wid))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
+  search sr;
+  search_init(&sr, o->search, &t->space, o->seed ^ data_hash_name(t->key));
+  /* resume: what the database already knows for this condition */
+  int64_t *done_idx = NULL;
+  int n_done = 0;
+  db_record *oks = NULL;
+  int n_ok = 0;
+  if ((s = db_measured(tu->db, t->key, tu->target_id, o->m.threads, &done_idx, &n_done)) ||
+      (s = db_ok_records(tu->db, t->key, tu->target_id, o->m.threads, &oks, &n_ok))) {
+    free(done_idx);
+    search_free(&sr);
+    return diag_fail(d, s, "%s", db_errmsg(tu->db));
+  }
+  for (int i = 0; i < n_done; i++) search_mark(&sr, done_idx[i]);
+  memset(res, 0, sizeof *res);
+  for (int i = 0; i < n_ok; i++) {
+    search_update(&sr, oks[i].config_index, oks[i].median_s);
+    if (!res->best_s || oks[i].median_s < res->best_s) {
+      res->best_s = oks[i].median_s;
+      snprintf(res->best_config, sizeof res->best_config, "%s", oks[i].config);
+    }
+  }
+  sched_config def;
+  config_default(&t->space, &def);
+  int64_t def_idx = space_index(&t->space, &def);
+  for (int i = 0; i < n_ok; i++)
+    if (oks[i].config_index == def_idx && !oks[i].remeasure) res->default_s = oks[i].median_s;
+  free(oks);
+  free(done_idx);
+  double t0 = now_s();
+  int budget = o->trials;
+  while (res->new_trials < budget && !sr.exhausted) {
+    if (time_s >= 0 && now_s() - t0 >= time_s) break;
+    int64_t idx[BATCH];
+    int want = budget - res->new_trials < BATCH ? budget - res->new_trials : BATCH, n = 0;
+    if (!search_seen(&sr, def_idx)) {   /* the default config first: the baseline of the summary */
+      search_mark(&sr, def_idx);
+      idx[n++] = def_idx;
+    }
+    n += search_next(&sr, idx + n, want - n);
+    if (!n) break;
+    measure_result m[BATCH];
+    measure_batch(tu, t, idx, n, 1, m);
+    for (int i = 0; i < n; i++) {
+      sched_config c;
+      space_config(&t->space, idx[i], &c);
+      db_record r;
+      if ((s = record(tu, t, &c, idx[i], &m[i], 0, &r))) {
+        search_free(&sr);
+        return diag_fail(d, s, "%s", db_errmsg(tu->db));
+      }
+      res->new_trials++;
+      if (r.status != DB_OK) res->errors++;
+      search_update(&sr, idx[i], r.status == DB_OK ? r.median_s : INFINITY);
+      if (r.status == DB_OK && (!res->best_s || r.median_s < res->best_s)) {
+        res->best_s = r.median_s;
+        snprintf(res->best_config, sizeof res->best_config, "%s", r.config);
+      }
+      if (r.status == DB_OK && idx[i] == def_idx) res->default_s = r.median_s;
+    }
+    progress(tu, ti, nt, t, res->new_trials, budget, res->best_s, res->errors, t0, time_s >= 0 ? time_s - (now_s() - t0) : -1);
+  }
+  search_free(&sr);
+  /* the fastest few again, with more rounds: a noisy fluke must not win */
+  if (o->top_k > 0) {
+    db_record *top = NULL;
+    int n_top = 0;
+    if ((s = db_ok_records(tu->db, t->key, tu->target_id, o->m.threads, &top, &n_top))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
+    int64_t idx[BATCH * 2];
+    int k = 0;
+    for (int i = 0; i < n_top && k < o->top_k && k < BATCH * 2; i++) {
+      int dup = 0;
+      for (int j = 0; j < k; j++) dup |= idx[j] == top[i].config_index;
+      if (!dup) idx[k++] = top[i].config_index;
+    }
+    free(top);
+    if (k) {
+      measure_result m[BATCH * 2];
+      measure_batch(tu, t, idx, k, 3, m);
+      for (int i = 0; i < k; i++) {
+        sched_config c;
+        space_config(&t->space, idx[i], &c);
+        if ((s = record(tu, t, &c, idx[i], &m[i], 1, NULL))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
+      }
+      db_record best;
+      if (db_best(tu->db, t->key, tu->target_id, o->m.threads, &best)) {
+        res->best_s = best.median_s;
+        snprintf(res->best_config, sizeof res->best_config, "%s", best.config);
+      }
+    }
+  }
+  if (o->log && o->tty) fprintf(o->log, "\n");
+  return TEMPER_OK;
+}
+
+temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,
+                       tune_task_result *results, diag *d) {
+  tuner tu = {.db = db, .o = o};
+  db_set_tmpl_version_hook(tune_tmpl_version);
+  gethostname(tu.host, sizeof tu.host - 1);
+  db_target tg;
+  tune_host_target(&tg);
+  temper_status s = db_target_id(db, &tg, &tu.target_id);
+  if (!s) s = db_run_begin(db, command, o->seed, tu.host, &tu.run_id);
+  if (s) return diag_fail(d, s, "%s", db_errmsg(db));
+  if (!o->measure) {
+    cg_target ct;
+    cg_host_target(&ct, d);
+    tu.b.vec = ct.vec;
+    tu.b.n = o->build_jobs < 1 ? 1 : o->build_jobs > 16 ? 16 : o->build_jobs;
+    for (int k = 0; k < tu.b.n && !s; k++) s = cg_compiler_create(&tu.b.cc[k], &ct, d);
+    char err[256];
+    if (!s && !(tu.r = runner_start(o->runner_binary, err, sizeof err))) s = diag_fail(d, TEMPER_EIO, "%s", err);
+  }
+  /* a wall-clock budget is shared by model time at stake (flops × count) */
+  double total_w = 0, t_start = now_s();
+  for (int i = 0; i < n; i++)
+    if (matches(o, &tasks[i])) total_w += tasks[i].flops * tasks[i].count;
+  int nt = 0;
+  for (int i = 0; i < n; i++) nt += matches(o, &tasks[i]);
+  for (int i = 0, k = 0; i < n && !s; i++) {
+    if (!matches(o, &tasks[i])) continue;
+    double share = -1;
+    if (o->minutes > 0) {
+      double left = o->minutes * 60 - (now_s() - t_start), wi = tasks[i].flops * tasks[i].count;
+      share = total_w > 0 ? left * wi / total_w : left;
+      total_w -= wi;
+      if (share < 0) share = 0;
+    }
+    s = tune_task_run(&tu, &tasks[i], k++, nt, share, &results[i], d);
+  }
+  db_run_end(db, tu.run_id);
+  if (o->log && !o->measure)
+    fprintf(o->log, "time: compile %.1f s, measure %.1f s\n", tu.t_compile, tu.t_measure);
+  runner_stop(tu.r);
+  for (int k = 0; k < tu.b.n; k++) cg_compiler_destroy(tu.b.cc[k]);
+  return s;
+}

@@ -1,0 +1,46 @@
+/* tune.h: the tune loop. */
+#ifndef TEMPER_TUNE_H
+#define TEMPER_TUNE_H
+#include "db.h"
+#include "measure.h"
+#include "search.h"
+#include "tuner.h"
+
+/* ---- the tune loop (tune.c) ---- */
+
+/* measures one config: the real builder + runner, or a fake in tests */
+typedef measure_result (*measure_fn)(void *ctx, const tune_task *t, const sched_config *cfg, int64_t index);
+
+typedef struct tune_opts {
+  int trials;               /* new measurements per task */
+  double minutes;           /* wall-clock budget for the run, 0: none */
+  search_kind search;
+  uint64_t seed;
+  int build_jobs;           /* builder threads */
+  measure_opts m;           /* threads, repeat, min_repeat_ms, timeout */
+  const char *task_pattern; /* substring of workload keys, or NULL */
+  int top_k;                /* re-measured at the end */
+  const char *runner_binary;
+  measure_fn measure;       /* NULL: build and run for real */
+  void *measure_ctx;
+  runner_hook (*hook)(void *ctx, const tune_task *t, int64_t index);   /* test hook */
+  void *hook_ctx;
+  void *log;                /* FILE*: progress and summary; NULL: quiet */
+  int tty;                  /* live progress lines */
+} tune_opts;
+
+typedef struct tune_task_result {
+  int new_trials, errors;
+  double best_s, default_s;   /* per call, 0 if unknown */
+  char best_config[512];
+} tune_task_result;
+
+/* tune_run: tunes every task (matching the pattern) and records every
+ * measurement in db as it happens; results[i] for tasks[i]. */
+temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,
+                       tune_task_result *results, diag *d);
+/* the version in force of a template, by name (-1 unknown) */
+int tune_tmpl_version(const char *name);
+/* the machine as the database records it */
+void tune_host_target(db_target *t);
+#endif
