@@ -1,0 +1,145 @@
+/* test_db.c: the database's edges: a future schema is refused, an older one
+ * migrated, a corrupt file or a foreign database gets a clear error; records
+ * round-trip; the best is a query that ignores old template versions. */
+#include <unistd.h>
+#include "db.h"
+#include "helpers.h"
+
+static char path[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(path, sizeof path, "/tmp/temper_test_db_%d.db", (int)getpid());
+  return 0;
+}
+
+static void clean(void) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", path, path, path);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void sql(const char *s) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "sqlite3 %s \"%s\"", path, s);
+  assert_int_equal(system(cmd), 0);
+}
+
+static int version_hook(const char *t) { return !strcmp(t, "conv2d_nchwc") ? 2 : -1; }
+
+static void test_records_and_best(void **state) {
+  (void)state;
+  clean();
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  db_set_tmpl_version_hook(version_hook);
+  db_target t = {"x86_64-pc-linux-gnu", "znver4", "+avx512f", "19", 2};
+  int64_t tid, tid2, wid;
+  assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
+  assert_int_equal(db_target_id(db, &t, &tid2), TEMPER_OK);
+  assert_int_equal(tid, tid2);
+  assert_int_equal(db_workload_id(db, "wk", "conv2d", "{}", 1e9, &wid), TEMPER_OK);
+  double times[] = {3e-3, 2e-3, 1e-3, 5e-3};
+  int versions[] = {2, 2, 1, 2};   /* the fastest is of an old template version */
+  db_status st[] = {DB_OK, DB_OK, DB_OK, DB_TIMEOUT};
+  for (int i = 0; i < 4; i++) {
+    db_record r = {.target_id = tid, .tmpl_version = versions[i], .config_index = i, .threads = 1, .status = st[i],
+                   .median_s = times[i], .min_s = times[i], .max_s = times[i], .rounds = 3, .gflops = 1e-9 / times[i]};
+    strcpy(r.workload, "wk");
+    strcpy(r.tmpl, "conv2d_nchwc");
+    snprintf(r.config, sizeof r.config, "{\"i\":%d}", i);
+    strcpy(r.host, "h");
+    strcpy(r.temper_version, "0");
+    assert_int_equal(db_insert(db, &r), TEMPER_OK);
+  }
+  db_record best;
+  assert_int_equal(db_best(db, "wk", tid, 1, &best), 1);
+  assert_int_equal(best.config_index, 1);   /* not the old-version record */
+  assert_string_equal(best.config, "{\"i\":1}");
+  assert_int_equal(db_best(db, "wk", tid, 2, &best), 0);   /* other threads: nothing */
+  int64_t *m;
+  int n;
+  assert_int_equal(db_measured(db, "wk", tid, 1, &m, &n), TEMPER_OK);
+  assert_int_equal(n, 3);   /* indices 0, 1 and 3: the old-version record does not count */
+  free(m);
+  int c[DB_STATUS_COUNT];
+  assert_int_equal(db_counts(db, "wk", tid, 1, c), TEMPER_OK);
+  assert_int_equal(c[DB_OK], 2);
+  assert_int_equal(c[DB_TIMEOUT], 1);
+  temper_db_close(db);
+}
+
+static void test_future_schema_refused(void **state) {
+  (void)state;
+  clean();
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  temper_db_close(db);
+  sql("UPDATE meta SET value='99' WHERE key='schema_version'");
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_EDB);
+  assert_null(db);
+  assert_non_null(strstr(err, "schema version 99, newer than this temper understands (2)"));
+}
+
+/* a version 1 database (records without error text and re-measure flag) is migrated, data kept */
+static void test_migration_from_v1(void **state) {
+  (void)state;
+  clean();
+  sql("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+      "INSERT INTO meta VALUES('schema_version','1');"
+      "CREATE TABLE targets(id INTEGER PRIMARY KEY, triple TEXT NOT NULL, cpu TEXT NOT NULL, features TEXT NOT NULL,"
+      " llvm_version TEXT NOT NULL, cores INTEGER NOT NULL, UNIQUE(triple, cpu, features, llvm_version, cores));"
+      "CREATE TABLE workloads(id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, op TEXT NOT NULL, description TEXT NOT NULL, flops REAL NOT NULL);"
+      "CREATE TABLE runs(id INTEGER PRIMARY KEY, command TEXT NOT NULL, seed INTEGER NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT);"
+      "CREATE TABLE records(id INTEGER PRIMARY KEY, workload_id INTEGER NOT NULL, target_id INTEGER NOT NULL, template TEXT NOT NULL,"
+      " template_version INTEGER NOT NULL, config TEXT NOT NULL, config_index INTEGER NOT NULL, threads INTEGER NOT NULL,"
+      " status TEXT NOT NULL, median_s REAL, min_s REAL, max_s REAL, rounds INTEGER, gflops REAL, measured_at TEXT NOT NULL,"
+      " host TEXT NOT NULL, temper_version TEXT NOT NULL, run_id INTEGER);"
+      "INSERT INTO targets VALUES(1,'t','c','f','19',2); INSERT INTO workloads VALUES(1,'wk','conv2d','{}',1);"
+      "INSERT INTO records VALUES(1,1,1,'conv2d_nchwc',2,'{}',7,1,'ok',0.5,0.5,0.5,3,2,'2026','h','0',NULL);");
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  db_set_tmpl_version_hook(version_hook);
+  db_record best;
+  assert_int_equal(db_best(db, "wk", 1, 1, &best), 1);
+  assert_int_equal(best.config_index, 7);
+  assert_int_equal(best.remeasure, 0);
+  temper_db_close(db);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "sqlite3 %s \"SELECT value FROM meta WHERE key='schema_version'\" | grep -qx 2", path);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void test_corrupt_and_foreign_files(void **state) {
+  (void)state;
+  clean();
+  FILE *f = fopen(path, "wb");
+  for (int i = 0; i < 4096; i++) fputc(i * 7 & 255, f);
+  fclose(f);
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_EDB);
+  assert_null(db);
+  assert_non_null(strstr(err, path));
+  assert_non_null(strstr(err, "not a database"));
+  clean();
+  sql("CREATE TABLE other(x)");
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_EDB);
+  assert_non_null(strstr(err, "not a temper one"));
+  clean();
+  assert_int_equal(temper_db_open("/nonexistent/dir/x.db", &db, err, sizeof err), TEMPER_EDB);
+  assert_non_null(strstr(err, "/nonexistent/dir/x.db"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_records_and_best), cmocka_unit_test(test_future_schema_refused),
+      cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_corrupt_and_foreign_files),
+  };
+  int rc = cmocka_run_group_tests(tests, setup, NULL);
+  clean();
+  return rc;
+}

@@ -1,0 +1,277 @@
+/* test_tuner.c: search logic under a fake runner (no timing noise), and real
+ * tuning through the runner process: records, resume, crashing / hanging /
+ * wrong candidates, two tuners on one file. */
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "helpers.h"
+#include "tune.h"
+
+/* a synthetic landscape: fastest near ic_bn=16, oc_bn=32, ow_bn=7, oh_bn=2 */
+static double landscape(const task_space *sp, const sched_config *c) {
+  if (c->tmpl != TMPL_NCHWC) return 2e-3;
+  double cost = 1e-3;
+  cost *= 1 + fabs(log2((double)cfg_get(sp, c, "ic_bn") / 16));
+  cost *= 1 + fabs(log2((double)cfg_get(sp, c, "oc_bn") / 32));
+  cost *= 1 + 0.3 * fabs((double)cfg_get(sp, c, "ow_bn") - 7);
+  cost *= 1 + 0.5 * fabs((double)cfg_get(sp, c, "oh_bn") - 2);
+  cost *= cfg_get(sp, c, "order") ? 1.1 : 1.0;
+  return cost;
+}
+
+typedef struct fake { int calls; int64_t seen[4096]; } fake;
+
+static measure_result fake_measure(void *ctx, const tune_task *t, const sched_config *cfg, int64_t index) {
+  fake *f = ctx;
+  for (int i = 0; i < f->calls; i++) assert_true(f->seen[i] != index);   /* never twice */
+  f->seen[f->calls++] = index;
+  measure_result m = {.status = DB_OK, .rounds = 3};
+  for (int i = 0; i < 3; i++) m.times[i] = landscape(&t->space, cfg);
+  return m;
+}
+
+static void make_task(tune_task *t, int C, int HW, int K) {
+  memset(t, 0, sizeof *t);
+  t->w = (conv_workload){1, C, HW, HW, K, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  workload_key(&t->w, t->key, sizeof t->key);
+  space_build(&t->w, 16, &t->space);
+  t->count = 1;
+  t->flops = workload_flops(&t->w);
+}
+
+static char *tmpdb(const char *tag) {
+  static char path[256];
+  snprintf(path, sizeof path, "/tmp/temper_test_%s_%d.db", tag, (int)getpid());
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", path, path, path);
+  assert_int_equal(system(cmd), 0);
+  return path;
+}
+
+static tune_opts fake_opts(fake *f, search_kind k, uint64_t seed, int trials) {
+  return (tune_opts){.trials = trials, .search = k, .seed = seed, .build_jobs = 1, .m = {.threads = 1, .repeat = 3},
+                     .measure = fake_measure, .measure_ctx = f};
+}
+
+static double best_after(search_kind k, uint64_t seed, int trials) {
+  tune_task t;
+  make_task(&t, 64, 56, 64);
+  temper_db *db = NULL;
+  char err[512];
+  assert_int_equal(temper_db_open(tmpdb("search"), &db, err, sizeof err), TEMPER_OK);
+  fake *f = calloc(1, sizeof *f);
+  tune_opts o = fake_opts(f, k, seed, trials);
+  tune_task_result r;
+  diag d = {0};
+  assert_int_equal(tune_run(db, &t, 1, &o, "test", &r, &d), TEMPER_OK);
+  assert_int_equal(r.new_trials, trials);
+  assert_int_equal(f->calls, trials);
+  free(f);
+  temper_db_close(db);
+  return r.best_s;
+}
+
+static void test_grid_covers_the_space(void **state) {
+  (void)state;
+  tune_task t;
+  make_task(&t, 4, 6, 16);   /* a small space */
+  int64_t valid = 0;
+  for (int64_t i = 0; i < t.space.size; i++) {
+    sched_config c;
+    space_config(&t.space, i, &c);
+    valid += space_valid(&t.space, &c);
+  }
+  search s;
+  search_init(&s, SEARCH_GRID, &t.space, 1);
+  int64_t *got = malloc(sizeof(int64_t) * (size_t)(valid + 10));
+  int n = 0, k;
+  while ((k = search_next(&s, got + n, 7)) > 0) n += k;
+  assert_int_equal(n, valid);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) assert_true(got[i] != got[j]);
+  assert_true(s.exhausted);
+  free(got);
+  search_free(&s);
+  /* random without repeats also covers it, then stops */
+  search_init(&s, SEARCH_RANDOM, &t.space, 3);
+  got = malloc(sizeof(int64_t) * (size_t)(valid + 10));
+  n = 0;
+  while ((k = search_next(&s, got + n, 5)) > 0) n += k;
+  assert_int_equal(n, valid);
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) assert_true(got[i] != got[j]);
+  free(got);
+  search_free(&s);
+}
+
+static void test_reproducible_under_a_seed(void **state) {
+  (void)state;
+  for (int k = 0; k < 3; k++) {
+    tune_task t;
+    make_task(&t, 64, 56, 64);
+    int64_t a[40], b[40];
+    for (int rep = 0; rep < 2; rep++) {
+      search s;
+      search_init(&s, (search_kind)k, &t.space, 42);
+      int n = 0;
+      while (n < 40) {
+        int m = search_next(&s, (rep ? b : a) + n, 8);
+        for (int i = 0; i < m; i++) {
+          sched_config c;
+          space_config(&t.space, (rep ? b : a)[n + i], &c);
+          search_update(&s, (rep ? b : a)[n + i], landscape(&t.space, &c));
+        }
+        n += m;
+      }
+      search_free(&s);
+    }
+    assert_memory_equal(a, b, sizeof a);
+  }
+}
+
+/* on the synthetic landscape GA finds better configs than random in the same
+ * budget, over several seeds */
+static void test_ga_improves(void **state) {
+  (void)state;
+  double ga = 0, rnd = 0;
+  for (uint64_t seed = 1; seed <= 5; seed++) {
+    ga += log(best_after(SEARCH_GA, seed, 60));
+    rnd += log(best_after(SEARCH_RANDOM, seed, 60));
+  }
+  assert_true(ga < rnd);
+}
+
+/* a rerun resumes: nothing measured twice, the budget counts only new trials */
+static void test_resume_with_fake(void **state) {
+  (void)state;
+  tune_task t;
+  make_task(&t, 64, 56, 64);
+  char *path = tmpdb("resume");
+  temper_db *db = NULL;
+  char err[512];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  fake *f = calloc(1, sizeof *f);
+  tune_opts o = fake_opts(f, SEARCH_GA, 7, 20);
+  tune_task_result r;
+  diag d = {0};
+  assert_int_equal(tune_run(db, &t, 1, &o, "first", &r, &d), TEMPER_OK);
+  assert_int_equal(tune_run(db, &t, 1, &o, "second", &r, &d), TEMPER_OK);   /* the fake asserts no repeats across both */
+  assert_int_equal(f->calls, 40);
+  int counts[DB_STATUS_COUNT];
+  assert_int_equal(db_counts(db, t.key, 1, 1, counts), TEMPER_OK);
+  assert_int_equal(counts[DB_OK], 40);
+  free(f);
+  temper_db_close(db);
+}
+
+/* ---- real measurements through the runner ---- */
+typedef struct hooks { int64_t crash, hang, wrong; } hooks;
+static runner_hook pick_hook(void *ctx, const tune_task *t, int64_t index) {
+  (void)t;
+  hooks *h = ctx;
+  return index == h->crash ? HOOK_CRASH : index == h->hang ? HOOK_HANG : index == h->wrong ? HOOK_WRONG : HOOK_NONE;
+}
+
+static void test_real_tune_records_and_errors(void **state) {
+  (void)state;
+  tune_task t;
+  make_task(&t, 16, 10, 32);
+  char *path = tmpdb("real");
+  temper_db *db = NULL;
+  char err[512];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  /* the first three proposals of this seed misbehave */
+  search s;
+  search_init(&s, SEARCH_RANDOM, &t.space, 5 ^ data_hash_name(t.key));
+  sched_config def;
+  config_default(&t.space, &def);
+  search_mark(&s, space_index(&t.space, &def));
+  int64_t first[3];
+  assert_int_equal(search_next(&s, first, 3), 3);
+  search_free(&s);
+  hooks h = {first[0], first[1], first[2]};
+  tune_opts o = {.trials = 12, .search = SEARCH_RANDOM, .seed = 5, .build_jobs = 2, .top_k = 2,
+                 .m = {.threads = 1, .repeat = 3, .min_repeat_ms = 1, .timeout_s = 2},
+                 .runner_binary = TEMPER_BINARY, .hook = pick_hook, .hook_ctx = &h};
+  tune_task_result r;
+  diag d = {0};
+  assert_int_equal(tune_run(db, &t, 1, &o, "test", &r, &d), TEMPER_OK);
+  assert_int_equal(r.new_trials, 12);
+  assert_int_equal(r.errors, 3);
+  assert_true(r.best_s > 0 && r.default_s > 0);
+  int c[DB_STATUS_COUNT];
+  assert_int_equal(db_counts(db, t.key, 1, 1, c), TEMPER_OK);
+  assert_int_equal(c[DB_RUNTIME_ERROR], 1);
+  assert_int_equal(c[DB_TIMEOUT], 1);
+  assert_int_equal(c[DB_WRONG_ANSWER], 1);
+  assert_int_equal(c[DB_OK], 9 + 2);   /* 9 good trials and 2 re-measurements */
+  /* a rerun with the same budget measures only new configs */
+  int64_t *m1 = NULL, *m2 = NULL;
+  int n1, n2;
+  assert_int_equal(db_measured(db, t.key, 1, 1, &m1, &n1), TEMPER_OK);
+  o.hook = NULL;
+  o.trials = 4;
+  o.top_k = 0;
+  assert_int_equal(tune_run(db, &t, 1, &o, "rerun", &r, &d), TEMPER_OK);
+  assert_int_equal(db_measured(db, t.key, 1, 1, &m2, &n2), TEMPER_OK);
+  assert_int_equal(n2, n1 + 4);
+  free(m1);
+  free(m2);
+  temper_db_close(db);
+  /* db show reads it back */
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s db show %s | grep -c 'conv2d_n1_c16_h10_w10_k32'", TEMPER_BINARY, path);
+  FILE *p = popen(cmd, "r");
+  char line[64] = "";
+  assert_non_null(fgets(line, sizeof line, p));
+  pclose(p);
+  assert_int_equal(atoi(line), 1);
+}
+
+/* two tuners on one file at once: the union of their records is there */
+static void test_concurrent_tuners(void **state) {
+  (void)state;
+  char *path = tmpdb("concurrent");
+  pid_t kids[2];
+  for (int k = 0; k < 2; k++) {
+    kids[k] = fork();
+    if (kids[k] == 0) {
+      tune_task t;
+      make_task(&t, 64, 56, 64);
+      temper_db *db = NULL;
+      char err[512];
+      if (temper_db_open(path, &db, err, sizeof err)) _exit(1);
+      fake *f = calloc(1, sizeof *f);
+      tune_opts o = fake_opts(f, SEARCH_RANDOM, 100 + (uint64_t)k, 60);
+      tune_task_result r;
+      diag d = {0};
+      int rc = tune_run(db, &t, 1, &o, "concurrent", &r, &d) ? 2 : 0;
+      temper_db_close(db);
+      _exit(rc);
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    int st;
+    waitpid(kids[k], &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  temper_db *db = NULL;
+  char err[512];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  tune_task t;
+  make_task(&t, 64, 56, 64);
+  int c[DB_STATUS_COUNT];
+  db_set_tmpl_version_hook(tune_tmpl_version);
+  assert_int_equal(db_counts(db, t.key, 1, 1, c), TEMPER_OK);
+  assert_int_equal(c[DB_OK], 120);
+  temper_db_close(db);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
+      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_resume_with_fake),
+      cmocka_unit_test(test_real_tune_records_and_errors), cmocka_unit_test(test_concurrent_tuners),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
