@@ -32,6 +32,8 @@ int cmd_lower(int argc, char **argv);
 int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_db(int argc, char **argv);
+int cmd_build(int argc, char **argv);
+int cli_run_library(const char *path, int threads, int repeat, model_data *md, const char *save_dir);
 struct tune_task;
 int cli_find_task(struct tune_task *tasks, int n, const char *k);
 int cli_load_tasks(const char *model, model_data *md, temper_graph **g, struct tune_task **tasks, int *n, int *vec);

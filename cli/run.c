@@ -67,6 +67,17 @@ int cmd_run(int argc, char **argv) {
     else return usage();
   }
   if (!o.model) return usage();
+  size_t ml = strlen(o.model);
+  if (ml > 3 && !strcmp(o.model + ml - 3, ".so")) {   /* a built library */
+    if (o.check || o.profile || o.config_file || md.params_dir) {
+      fprintf(stderr, "temper run: --check, --profile, --config-file and --params need the model's source, not a built library\n");
+      cli_model_data_free(&md);
+      return 2;
+    }
+    int r = cli_run_library(o.model, o.threads, o.repeat, &md, o.save_dir);
+    cli_model_data_free(&md);
+    return r;
+  }
   temper_graph *g = NULL;
   temper_engine *e = NULL;
   exec *x = NULL;

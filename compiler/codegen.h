@@ -28,6 +28,11 @@ typedef struct cg_compiler cg_compiler;
 temper_status cg_compiler_create(cg_compiler **out, const cg_target *t, diag *d);
 void cg_compiler_destroy(cg_compiler *cc);
 temper_status cg_compile_object(cg_compiler *cc, lfunc *const *fs, int n, char **data, size_t *size, diag *d);
+typedef enum cg_emit_kind { CG_EMIT_OBJ, CG_EMIT_ASM, CG_EMIT_LLVM } cg_emit_kind;
+/* Kernels and an optional constant blob (global `blob_name`, 64-byte
+ * aligned) as object code, assembly, or LLVM IR text. */
+temper_status cg_emit(cg_compiler *cc, lfunc *const *fs, int n, const void *blob, size_t blob_size, const char *blob_name,
+                      cg_emit_kind kind, char **data, size_t *size, diag *d);
 /* Links object code into the JIT and returns the kernel `name`. */
 temper_status cg_jit_add_object(cg_jit *j, const char *data, size_t size, const char *name, temper_kernel_fn *fn, diag *d);
 

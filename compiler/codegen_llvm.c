@@ -724,17 +724,37 @@ void cg_compiler_destroy(cg_compiler *cc) {
 }
 
 temper_status cg_compile_object(cg_compiler *cc, lfunc *const *fs, int n, char **data, size_t *size, diag *d) {
+  return cg_emit(cc, fs, n, NULL, 0, NULL, CG_EMIT_OBJ, data, size, d);
+}
+
+/* kernels (and a constant blob, 64-byte aligned) as object code, assembly or LLVM IR */
+temper_status cg_emit(cg_compiler *cc, lfunc *const *fs, int n, const void *blob, size_t blob_size, const char *blob_name,
+                      cg_emit_kind kind, char **data, size_t *size, diag *d) {
   *data = NULL;
   *size = 0;
   LLVMContextRef ctx = LLVMContextCreate();
   cg c;
   cg_begin(&c, ctx, &cc->t, d);
   for (int i = 0; i < n; i++) gen_kernel(&c, fs[i]);
+  if (blob_name) {
+    LLVMValueRef init = LLVMConstStringInContext(ctx, blob ? (const char *)blob : "", (unsigned)blob_size, 1);
+    LLVMValueRef gv = LLVMAddGlobal(c.mod, LLVMTypeOf(init), blob_name);
+    LLVMSetInitializer(gv, init);
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetAlignment(gv, 64);
+    LLVMSetLinkage(gv, LLVMExternalLinkage);
+  }
   temper_status s = cg_finish(&c, cc->tm);
-  if (!s) {
+  if (!s && kind == CG_EMIT_LLVM) {
+    char *ir = LLVMPrintModuleToString(c.mod);
+    *size = strlen(ir);
+    *data = strdup(ir);
+    LLVMDisposeMessage(ir);
+    if (!*data) s = diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  } else if (!s) {
     char *err = NULL;
     LLVMMemoryBufferRef mb = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(cc->tm, c.mod, LLVMObjectFile, &err, &mb)) {
+    if (LLVMTargetMachineEmitToMemoryBuffer(cc->tm, c.mod, kind == CG_EMIT_ASM ? LLVMAssemblyFile : LLVMObjectFile, &err, &mb)) {
       s = diag_fail(d, TEMPER_ELLVM, "LLVM: emitting object code: %s", err);
       LLVMDisposeMessage(err);
     } else {

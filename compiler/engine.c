@@ -41,21 +41,21 @@ double engine_flops(const node *m) {
   return (double)shape_numel(&m->ty.shape);
 }
 
-static uint64_t fnv(const char *s) {
+uint64_t engine_hash(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h;
 }
 
 static kernel *cache_find(temper_engine *e, const char *key) {
-  uint64_t h = fnv(key);
+  uint64_t h = engine_hash(key);
   for (int i = 0; i < e->n_cache; i++)
     if (e->cache[i]->hash == h && !strcmp(e->cache[i]->key, key)) return e->cache[i];
   return NULL;
 }
 
 /* fused_nn_conv2d_add_nn_relu_1a2b3c4d, as TVM names them */
-static void kernel_name(const node *fn, uint64_t h, char *out, size_t n) {
+void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n) {
   arena s = {0};
   int cnt = 0;
   node **order = ir_topo(&s, fn->body, &cnt);
@@ -130,9 +130,9 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     k = calloc(1, sizeof *k);
     if (!k) { free(key); s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
     k->key = key;
-    k->hash = fnv(key);
+    k->hash = engine_hash(key);
     k->n_inputs = prims[i]->n_params;
-    kernel_name(prims[i], k->hash, k->name, sizeof k->name);
+    engine_kernel_name(prims[i], k->hash, k->name, sizeof k->name);
     prim p;
     if (!sched_prepare(prims[i], &p, d)) k->flops = engine_flops(p.master);
     s = d->status ? d->status : sched_lower(prims[i], e->target.vec, k->name, &todo[n_todo], d);

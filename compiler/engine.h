@@ -30,6 +30,8 @@ void engine_destroy(temper_engine *e);
  * one cached kernel). *out is malloc'd; the kernels belong to the engine. */
 temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int *n_out, diag *d);
 double engine_flops(const node *master);
+uint64_t engine_hash(const char *s);
+void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n);
 
 /* ---- executor.c ---- */
 typedef struct exec_step { kernel *k; float **argv; int n_args; } exec_step;

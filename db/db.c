@@ -436,3 +436,51 @@ temper_status db_show(temper_db *db, void *file) {
   sqlite3_finalize(st);
   return rc == SQLITE_DONE ? TEMPER_OK : fail(db, "reading the summary");
 }
+
+temper_status db_threads_measured(temper_db *db, const char *workload, int64_t tid, int **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  const char *sql = "SELECT DISTINCT r.threads FROM records r JOIN workloads w ON w.id=r.workload_id WHERE w.key=?1 AND"
+                    " r.target_id=?2 AND r.status='ok' AND temper_tmpl_version(r.template)=r.template_version ORDER BY r.threads";
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL)) return fail(db, "preparing a query");
+  sqlite3_bind_text(st, 1, workload, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, tid);
+  int cap = 0, rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      int *no = realloc(*out, sizeof(int) * (size_t)cap);
+      if (!no) { sqlite3_finalize(st); return TEMPER_ENOMEM; }
+      *out = no;
+    }
+    (*out)[(*n)++] = sqlite3_column_int(st, 0);
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? TEMPER_OK : fail(db, "reading thread counts");
+}
+
+int db_count_stale(temper_db *db, const char *workload, int64_t tid) {
+  sqlite3_stmt *st;
+  const char *sql = "SELECT count(*) FROM records r JOIN workloads w ON w.id=r.workload_id WHERE w.key=?1 AND r.target_id=?2"
+                    " AND temper_tmpl_version(r.template) != r.template_version";
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL)) return 0;
+  sqlite3_bind_text(st, 1, workload, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, tid);
+  int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+  sqlite3_finalize(st);
+  return n;
+}
+
+int64_t db_find_target(temper_db *db, const db_target *t) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db->h, "SELECT id FROM targets WHERE triple=?1 AND cpu=?2 AND features=?3 AND cores=?4", -1, &st, NULL))
+    return 0;
+  sqlite3_bind_text(st, 1, t->triple, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, t->cpu, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, t->features, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 4, t->cores);
+  int64_t id = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+  sqlite3_finalize(st);
+  return id;
+}

@@ -79,6 +79,12 @@ temper_status db_ok_records(temper_db *db, const char *workload, int64_t target_
 /* the best ok record of (workload, target, threads) among the template
  * versions in force; 1 if found, 0 if none */
 int db_best(temper_db *db, const char *workload, int64_t target_id, int threads, db_record *out);
+/* thread counts with ok records of the versions in force, ascending; *out malloc'd */
+temper_status db_threads_measured(temper_db *db, const char *workload, int64_t target_id, int **out, int *n);
+/* records of (workload, target) whose template version is no longer in force */
+int db_count_stale(temper_db *db, const char *workload, int64_t target_id);
+/* the id of a target if the database knows it, else 0 */
+int64_t db_find_target(temper_db *db, const db_target *t);
 /* counts of records per status for (workload, target, threads) */
 temper_status db_counts(temper_db *db, const char *workload, int64_t target_id, int threads, int counts[DB_STATUS_COUNT]);
 
