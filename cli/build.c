@@ -20,6 +20,7 @@ typedef struct choice {
   double median_s;
   char config[512];
   int stale;               /* records of older template versions, ignored */
+  int unusable;            /* records whose config today's space does not hold */
 } choice;
 
 typedef struct db_chooser {
@@ -73,7 +74,8 @@ static int choose_from_db(void *ctx, const char *key, const struct task_space *s
   if (!nt || !db_best(dc->db, key, dc->target_id, use, &r)) return 0;
   char perr[256];
   if (config_parse(s, r.config, out, perr, sizeof perr)) {   /* a record the space no longer holds: not used */
-    c->stale++;
+    c->unusable++;
+    fprintf(stderr, "temper build: %s: the best record's config is not in today's space (%s); using the default\n", key, perr);
     return 0;
   }
   c->found = 1;

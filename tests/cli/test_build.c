@@ -1,0 +1,180 @@
+/* test_build.c: tune → build → run a library; records are used; fallbacks,
+ * --strict, bad databases and targets; only libc, libm and pthreads needed;
+ * the C example; weights beside the library; the C API's size check. */
+#include <dlfcn.h>
+#include <math.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "helpers.h"
+
+static char dir[256];
+
+typedef struct result { int code; char *out; } result;
+static result sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static result sh(const char *fmt, ...) {
+  char cmd[8192], full[8400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  snprintf(full, sizeof full, "cd %s && %s 2>&1", TEMPER_SOURCE_DIR, cmd);
+  FILE *p = popen(full, "r");
+  result r = {0, calloc(1, 1 << 20)};
+  size_t n = fread(r.out, 1, (1 << 20) - 1, p);
+  r.out[n] = 0;
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+#define MODEL "tests/data/tiny_classifier.relay"
+#define T TEMPER_BINARY
+
+static void expect(result r, int code, const char *want) {
+  if (r.code != code || (want && !strstr(r.out, want))) fprintf(stderr, "exit %d, output:\n%s\nwanted exit %d and '%s'\n", r.code, r.out, code, want ? want : "");
+  assert_int_equal(r.code, code);
+  if (want) assert_non_null(strstr(r.out, want));
+  free(r.out);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/temper_build_%d", (int)getpid());
+  result r = sh("rm -rf %s && mkdir -p %s", dir, dir);
+  free(r.out);
+  return 0;
+}
+static int teardown(void **state) {
+  (void)state;
+  result r = sh("rm -rf %s", dir);
+  free(r.out);
+  return 0;
+}
+
+static void npy_equal(const char *a, const char *b, double tol) {
+  shape_t sa, sb;
+  float *x = NULL, *y = NULL;
+  char err[512];
+  assert_int_equal(npy_read(a, &sa, &x, err, sizeof err), TEMPER_OK);
+  assert_int_equal(npy_read(b, &sb, &y, err, sizeof err), TEMPER_OK);
+  assert_true(shape_eq(&sa, &sb));
+  for (int64_t i = 0; i < shape_numel(&sa); i++) assert_true(fabsf(x[i] - y[i]) <= tol);
+  free(x);
+  free(y);
+}
+
+static void test_tune_build_run(void **state) {
+  (void)state;
+  expect(sh("%s tune " MODEL " --db %s/t.db --trials 4 --top-k 1 --min-repeat-ms 1", T, dir), 0, "estimated conv2d time");
+  expect(sh("%s build " MODEL " --db %s/t.db -o %s/m.so", T, dir, dir), 0, "record:");
+  expect(sh("%s run %s/m.so --repeat 3 --save-output %s/lib", T, dir, dir), 0, "checksum");
+  expect(sh("%s run " MODEL " --repeat 1 --check --save-output %s/mem", T, dir), 0, "(ok)");
+  char a[512], b[512];
+  snprintf(a, sizeof a, "%s/lib/output_0.npy", dir);
+  snprintf(b, sizeof b, "%s/mem/output_0.npy", dir);
+  npy_equal(a, b, 1e-6f);
+}
+
+/* a record whose config is not the default is what the build uses: in the
+ * report and in the loop IR (par=1 parallelises over (n, oc-block) only) */
+static void test_hand_inserted_record_is_used(void **state) {
+  (void)state;
+  expect(sh("%s tune " MODEL " --db %s/h.db --trials 1 --top-k 0 --min-repeat-ms 1 --task c16_h8", T, dir), 0, NULL);
+  const char *cfg = "{\"template\":\"conv2d_nchwc\",\"ic_bn\":4,\"oc_bn\":16,\"ow_bn\":2,\"oh_bn\":1,\"unroll_kw\":false,\"order\":1,\"par\":1}";
+  char sqlpath[512];
+  snprintf(sqlpath, sizeof sqlpath, "%s/insert.sql", dir);
+  FILE *f = fopen(sqlpath, "w");
+  fprintf(f, "INSERT INTO records(workload_id, target_id, template, template_version, config, config_index, threads,"
+             " status, median_s, min_s, max_s, rounds, gflops, measured_at, host, temper_version)"
+             " SELECT workload_id, target_id, template, template_version, '%s', 0, 1, 'ok', 1e-9, 1e-9, 1e-9, 3, 1, 'now', 'test', '0'"
+             " FROM records LIMIT 1;\n", cfg);
+  fclose(f);
+  expect(sh("sqlite3 %s/h.db < %s", dir, sqlpath), 0, NULL);
+  expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.so", T, dir, dir), 0, "\"ic_bn\":4,\"oc_bn\":16,\"ow_bn\":2");
+  expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.loops --emit loops", T, dir, dir), 0, "wrote");
+  expect(sh("grep -c 'parallel for n_kb in' %s/h.loops", dir), 0, "1");
+}
+
+static void test_fallback_and_strict(void **state) {
+  (void)state;
+  expect(sh("%s build " MODEL " -o %s/f.so", T, dir), 0, "fallback: 2 of 2 workloads use the default config: 100.0% of the model's conv2d FLOPs");
+  expect(sh("%s build " MODEL " -o %s/f.so --strict", T, dir), 1, "--strict: 2 workloads have no tuning record");
+  expect(sh("%s build " MODEL " --db %s/nope.db -o %s/f.so", T, dir, dir), 1, "no such database");
+  expect(sh("head -c 3000 /dev/urandom > %s/bad.db; %s build " MODEL " --db %s/bad.db -o %s/f.so", dir, T, dir, dir), 1, "not a database");
+  expect(sh("%s build " MODEL " -o %s/f.so --target avx1024", T, dir), 1, "unknown target 'avx1024'");
+  expect(sh("%s build " MODEL " -o /nonexistent/dir/f.so", T), 1, "cannot write");
+}
+
+static void test_library_needs_only_libc(void **state) {
+  (void)state;
+  expect(sh("%s build " MODEL " -o %s/l.so", T, dir), 0, NULL);
+  result r = sh("ldd %s/l.so | grep '=>' | grep -v -E 'libc\\.so|libm\\.so|libpthread\\.so' | wc -l", dir);
+  expect(r, 0, "0");
+  expect(sh("ldd %s/l.so | grep -c libc.so", dir), 0, "1");
+}
+
+static void test_c_example(void **state) {
+  (void)state;
+  expect(sh("%s build " MODEL " -o %s/model.so", T, dir), 0, NULL);
+  expect(sh("cc -O2 -Wall -Wextra -Werror -I%s examples/c_app/main.c %s/model.so -Wl,-rpath,%s -o %s/classify", dir, dir, dir, dir), 0, NULL);
+  /* the same input as `temper run` (seed 1): the same top class */
+  expect(sh("%s run " MODEL " --repeat 1 --save-output %s/ref", T, dir), 0, NULL);
+  shape_t s = {4, {1, 3, 16, 16}};
+  float x[768];
+  data_random_param(x, &s, 1 ^ data_hash_name("data"), 1, 0);
+  char path[512], err[256];
+  snprintf(path, sizeof path, "%s/in.npy", dir);
+  assert_int_equal(npy_write(path, &s, x, err, sizeof err), TEMPER_OK);
+  shape_t os;
+  float *y = NULL;
+  snprintf(path, sizeof path, "%s/ref/output_0.npy", dir);
+  assert_int_equal(npy_read(path, &os, &y, err, sizeof err), TEMPER_OK);
+  int best = 0;
+  for (int i = 1; i < 10; i++)
+    if (y[i] > y[best]) best = i;
+  free(y);
+  char want[64];
+  snprintf(want, sizeof want, "top-5:\n  class %4d", best);
+  expect(sh("%s/classify %s/in.npy", dir, dir), 0, want);
+}
+
+static void test_weights_beside_and_size_checks(void **state) {
+  (void)state;
+  expect(sh("%s build " MODEL " -o %s/p.so --embed-limit 0", T, dir), 0, "in a .params file beside it");
+  expect(sh("test -s %s/p.params", dir), 0, NULL);
+  result a = sh("%s run %s/p.so --repeat 1 | grep checksum", T, dir);
+  result b = sh("%s run " MODEL " --repeat 1 | grep checksum", T);
+  assert_string_equal(a.out, b.out);
+  free(a.out);
+  free(b.out);
+  char so[512];
+  snprintf(so, sizeof so, "%s/p.so", dir);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  assert_non_null(h);
+  void *(*create)(int) = (void *(*)(int))dlsym(h, "temper_model_create");
+  int (*run)(void *, const float *const *, const size_t *, float *const *, const size_t *) =
+      (int (*)(void *, const float *const *, const size_t *, float *const *, const size_t *))dlsym(h, "temper_model_run");
+  const char *(*error)(const void *) = (const char *(*)(const void *))dlsym(h, "temper_model_error");
+  void (*destroy)(void *) = (void (*)(void *))dlsym(h, "temper_model_destroy");
+  void *m = create(2);
+  assert_non_null(m);
+  float x[768] = {0}, y[10];
+  const float *in[1] = {x};
+  float *out[1] = {y};
+  size_t bad = 767, good = 768, ny = 10;
+  assert_int_equal(run(m, in, &bad, out, &ny), -1);
+  assert_non_null(strstr(error(m), "input 0 (data): expected 768 floats, got 767"));
+  assert_int_equal(run(m, in, &good, out, &ny), 0);
+  destroy(m);
+  dlclose(h);
+  /* without its weights the library says which file it missed */
+  expect(sh("rm %s/p.params && %s run %s/p.so --repeat 1", dir, T, dir), 1, "p.params: cannot open the weights");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tune_build_run),         cmocka_unit_test(test_hand_inserted_record_is_used),
+      cmocka_unit_test(test_fallback_and_strict),    cmocka_unit_test(test_library_needs_only_libc),
+      cmocka_unit_test(test_c_example),              cmocka_unit_test(test_weights_beside_and_size_checks),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
