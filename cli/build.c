@@ -21,6 +21,7 @@ typedef struct choice {
   char config[512];
   int stale;               /* records of older template versions, ignored */
   int unusable;            /* records whose config today's space does not hold */
+  double fastest_s;        /* the fastest record, when layout picked another */
 } choice;
 
 typedef struct db_chooser {
@@ -47,7 +48,7 @@ static choice *choice_for(db_chooser *dc, const char *key) {
 }
 
 /* the best record at the build's thread count, else at the nearest measured one */
-static int choose_from_db(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+static int choose_from_db(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
   db_chooser *dc = ctx;
   choice *c = choice_for(dc, key);
   if (!c) { snprintf(err, n, "out of memory"); return -1; }
@@ -57,6 +58,7 @@ static int choose_from_db(void *ctx, const char *key, const struct task_space *s
     if (!c->found) return 0;
     return config_parse(s, c->config, out, err, n) ? -1 : 1;
   }
+  (void)site;
   if (!dc->db) return 0;
   c->stale = dc->target_id ? db_count_stale(dc->db, key, dc->target_id) : 0;
   if (!dc->target_id) return 0;
@@ -70,18 +72,33 @@ static int choose_from_db(void *ctx, const char *key, const struct task_space *s
       if (abs(thr[i] - dc->threads) < abs(use - dc->threads)) use = thr[i];
   }
   free(thr);
-  db_record r;
-  if (!nt || !db_best(dc->db, key, dc->target_id, use, &r)) return 0;
+  db_record *recs = NULL;
+  int nr = 0;
+  if (!nt || db_ok_records(dc->db, key, dc->target_id, use, &recs, &nr) || !nr) { free(recs); return 0; }
+  /* the fastest record, counting the layout transform its input block would
+   * cost after this producer (bytes moved twice at ~10 GB/s) */
+  double t_transform = (double)site->in_floats * 8 / 10e9, best_cost = 0;
+  int best = -1;
   char perr[256];
-  if (config_parse(s, r.config, out, perr, sizeof perr)) {   /* a record the space no longer holds: not used */
-    c->unusable++;
-    fprintf(stderr, "temper build: %s: the best record's config is not in today's space (%s); using the default\n", key, perr);
+  for (int i = 0; i < nr && i < 64; i++) {
+    sched_config cfg;
+    if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) { c->unusable++; continue; }
+    int ib = (int)(cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "ic_bn"));
+    int free_read = site->in_block == 0 && cfg.tmpl != TMPL_DEPTHWISE;   /* NCHW is read as it is */
+    double cost = recs[i].median_s + (ib == site->in_block || free_read ? 0 : t_transform);
+    if (best < 0 || cost < best_cost) best = i, best_cost = cost, *out = cfg;
+  }
+  if (best < 0) {
+    fprintf(stderr, "temper build: %s: no record's config is in today's space; using the default\n", key);
+    free(recs);
     return 0;
   }
   c->found = 1;
   c->threads = use;
-  c->median_s = r.median_s;
-  str_copy(c->config, sizeof c->config, r.config);
+  c->median_s = recs[best].median_s;
+  c->fastest_s = recs[0].median_s;
+  str_copy(c->config, sizeof c->config, recs[best].config);
+  free(recs);
   return 1;
 }
 
@@ -149,6 +166,8 @@ int cmd_build(int argc, char **argv) {
              c->threads != threads ? " [nearest measured thread count]" : "", c->config);
       if (c->threads != threads)
         printf("    measured at %d thread%s; this build runs %d\n", c->threads, c->threads > 1 ? "s" : "", threads);
+      if (c->fastest_s < c->median_s)
+        printf("    chosen over the fastest record (%.3f ms) to match its producer's layout\n", c->fastest_s * 1e3);
       est += c->median_s * c->count;
     } else {
       printf("%-66.66s %5d  default config (no record)\n", c->key, c->count);

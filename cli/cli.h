@@ -22,7 +22,8 @@ int cli_model_data(temper_graph *g, model_data *md);              /* prints the 
 void cli_model_data_free(model_data *md);
 /* binds the non-inputs, runs the passes with the given schedule chooser */
 int cli_bind_and_optimize(temper_graph *g, model_data *md, const pipeline_opts *o);
-int cli_config_choose(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n);
+struct conv_site;
+int cli_config_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n);
 json_t *cli_load_config_file(const char *path);   /* prints the error; NULL on failure */
 double cli_now(void);
 int cli_parse_input_flag(model_data *md, const char *arg);

@@ -143,7 +143,8 @@ int cli_bind_and_optimize(temper_graph *g, model_data *md, const pipeline_opts *
 
 /* --config-file: a JSON object from workload key to config (an object, or a
  * string in the short form) */
-int cli_config_choose(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+int cli_config_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
+  (void)site;
   json_t *root = ctx, *v = json_object_get(root, key);
   if (!v) return 0;
   char *text = json_is_string(v) ? strdup(json_string_value(v)) : json_dumps(v, JSON_COMPACT);

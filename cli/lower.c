@@ -10,7 +10,8 @@
 /* --task K --config JSON: that config for that workload, defaults elsewhere */
 typedef struct one_config { const char *key, *config; } one_config;
 
-static int choose_one(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+static int choose_one(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
+  (void)site;
   one_config *oc = ctx;
   if (strcmp(key, oc->key)) return 0;
   return config_parse(s, oc->config, out, err, n) ? -1 : 1;

@@ -450,7 +450,19 @@ temper_status aot_build(const cg_target *t, temper_graph *g, const aot_opts *o, 
   snprintf(incdir, sizeof incdir, "%s/temper", dir);
   snprintf(rth, sizeof rth, "%s/temper/runtime.h", dir);
   mkdir(incdir, 0700);
-  if (write_header(header, &p, o) || write_source(src, header, &p, rep->params_embedded) || write_file(kobj, obj, obj_size) ||
+  /* the executor includes the header by absolute path: cc runs elsewhere */
+  char absdir[4096], header_abs[8300];
+  char hcopy[4096];
+  snprintf(hcopy, sizeof hcopy, "%s", header);
+  char *slash = strrchr(hcopy, '/');
+  const char *hbase = slash ? slash + 1 : hcopy;
+  if (slash) *slash = 0;
+  if (!realpath(slash ? (hcopy[0] ? hcopy : "/") : ".", absdir)) {
+    s = diag_fail(d, TEMPER_EIO, "%s: cannot resolve the output directory: %s", o->out, strerror(errno));
+    goto out;
+  }
+  snprintf(header_abs, sizeof header_abs, "%s/%s", absdir, hbase);
+  if (write_header(header, &p, o) || write_source(src, header_abs, &p, rep->params_embedded) || write_file(kobj, obj, obj_size) ||
       write_file(pool, temper_runtime_pool_c, strlen(temper_runtime_pool_c)) ||
       write_file(rth, temper_runtime_h, strlen(temper_runtime_h))) {
     s = diag_fail(d, TEMPER_EIO, "cannot write the build files (%s): %s", header, strerror(errno));

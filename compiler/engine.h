@@ -60,9 +60,12 @@ const float *exec_output(const exec *x, int i);
 /* ---- pipeline.c: parse → typeinfer → simplify → fold → layout → fold → fuse ---- */
 struct task_space;
 struct sched_config;
+/* Where a conv2d sits: the channel block its producer's layout has (0:
+ * NCHW) and the input's size, so a chooser can weigh a layout transform. */
+typedef struct conv_site { int in_block; int64_t in_floats; } conv_site;
 /* Chooses the schedule of a conv2d workload: 1 and *out set, 0 for the
  * template default, -1 with a message in err. */
-typedef int (*sched_chooser)(void *ctx, const char *workload_key, const struct task_space *s,
+typedef int (*sched_chooser)(void *ctx, const char *workload_key, const struct task_space *s, const conv_site *site,
                              struct sched_config *out, char *err, size_t n);
 typedef struct pipeline_opts {
   int vec;                  /* target vector width in floats */

@@ -105,7 +105,8 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   if (a->o->choose) {
     char key[256], err[512] = "";
     workload_key(&w, key, sizeof key);
-    chosen = a->o->choose(a->o->ctx, key, &sp, &cfg, err, sizeof err);
+    conv_site site = {get_blk(a, args[0]), shape_numel(&args[0]->ty.shape)};
+    chosen = a->o->choose(a->o->ctx, key, &sp, &site, &cfg, err, sizeof err);
     if (chosen < 0) {
       diag_error(a->d, n->loc, "nn.conv2d %s: %s", key, err);
       return NULL;

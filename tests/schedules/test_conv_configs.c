@@ -41,7 +41,8 @@ static const shape_case cases[] = {
 
 typedef struct fixed { const char *key; sched_config cfg; } fixed;
 
-static int choose_fixed(void *ctx, const char *key, const struct task_space *s, struct sched_config *out, char *err, size_t n) {
+static int choose_fixed(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
+  (void)site;
   (void)s;
   (void)err;
   (void)n;
