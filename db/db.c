@@ -145,18 +145,25 @@ void temper_db_close(temper_db *db) {
   free(db);
 }
 
-/* BEGIN IMMEDIATE … COMMIT around one prepared write */
+/* BEGIN IMMEDIATE … COMMIT around one prepared write, unless the caller
+ * holds a transaction (db_begin), which then commits it all at once */
 static temper_status write1(temper_db *db, sqlite3_stmt *st, const char *what, int64_t *rowid) {
   temper_status s = TEMPER_OK;
-  if (exec(db, "BEGIN IMMEDIATE")) { sqlite3_finalize(st); return fail(db, "cannot lock for writing"); }
+  int own = sqlite3_get_autocommit(db->h);
+  if (own && exec(db, "BEGIN IMMEDIATE")) { sqlite3_finalize(st); return fail(db, "cannot lock for writing"); }
   int rc = sqlite3_step(st);
   if (rc != SQLITE_DONE && rc != SQLITE_ROW) s = fail(db, what);
   else if (rowid) *rowid = sqlite3_last_insert_rowid(db->h);
   sqlite3_finalize(st);
+  if (!own) return s;
   if (s) exec(db, "ROLLBACK");
   else if (exec(db, "COMMIT")) s = fail(db, "commit");
   return s;
 }
+
+temper_status db_begin(temper_db *db) { return exec(db, "BEGIN IMMEDIATE") ? fail(db, "cannot lock for writing") : TEMPER_OK; }
+temper_status db_commit(temper_db *db) { return exec(db, "COMMIT") ? fail(db, "commit") : TEMPER_OK; }
+void db_rollback(temper_db *db) { exec(db, "ROLLBACK"); }
 
 static temper_status lookup_id(temper_db *db, sqlite3_stmt *st, int64_t *id) {
   int rc = sqlite3_step(st);
@@ -229,13 +236,15 @@ temper_status db_workload_id(temper_db *db, const char *key, const char *op, con
   return lookup_id(db, st, id);
 }
 
+/* UTC with milliseconds: two measurements of one config by one host differ */
 static void utc_now(char *buf, size_t n) {
-  sqlite3_stmt *st = NULL;
-  (void)st;
-  time_t t = time(NULL);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
   struct tm tm;
-  gmtime_r(&t, &tm);
-  strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  gmtime_r(&ts.tv_sec, &tm);
+  char base[32];
+  strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf, n, "%.19s.%03dZ", base, (int)(ts.tv_nsec / 1000000) % 1000);
 }
 
 temper_status db_run_begin(temper_db *db, const char *command, uint64_t seed, const char *host, int64_t *id) {
@@ -483,4 +492,79 @@ int64_t db_find_target(temper_db *db, const db_target *t) {
   int64_t id = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
   sqlite3_finalize(st);
   return id;
+}
+
+/* ---- whole-database reads for export and matching ---- */
+temper_status db_targets(temper_db *db, db_target_row **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db->h, "SELECT t.id, t.triple, t.cpu, t.features, t.llvm_version, t.cores, (SELECT count(*) FROM records r"
+                                " WHERE r.target_id=t.id) FROM targets t ORDER BY t.id", -1, &st, NULL))
+    return fail(db, "preparing a query");
+  int cap = 0, rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      cap = cap ? cap * 2 : 8;
+      db_target_row *no = realloc(*out, sizeof(db_target_row) * (size_t)cap);
+      if (!no) { sqlite3_finalize(st); return TEMPER_ENOMEM; }
+      *out = no;
+    }
+    db_target_row *r = &(*out)[(*n)++];
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(st, 0);
+    snprintf(r->t.triple, sizeof r->t.triple, "%s", (const char *)sqlite3_column_text(st, 1));
+    snprintf(r->t.cpu, sizeof r->t.cpu, "%s", (const char *)sqlite3_column_text(st, 2));
+    snprintf(r->t.features, sizeof r->t.features, "%s", (const char *)sqlite3_column_text(st, 3));
+    snprintf(r->t.llvm_version, sizeof r->t.llvm_version, "%s", (const char *)sqlite3_column_text(st, 4));
+    r->t.cores = sqlite3_column_int(st, 5);
+    r->records = sqlite3_column_int(st, 6);
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? TEMPER_OK : fail(db, "reading targets");
+}
+
+temper_status db_foreach(temper_db *db, int best_only, db_record_fn fn, void *ctx) {
+  const char *all = RECORD_COLS ", w.op, w.description, w.flops"
+                    " FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id"
+                    " ORDER BY w.key, t.triple, t.cpu, t.features, t.llvm_version, t.cores, r.threads, r.measured_at, r.config_index,"
+                    " r.remeasure, r.status, r.id";
+  /* the best of each (workload, target, threads): ok, template version in force, fastest */
+  const char *best = RECORD_COLS ", w.op, w.description, w.flops"
+                     " FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id"
+                     " WHERE r.status='ok' AND temper_tmpl_version(r.template)=r.template_version AND r.id = (SELECT b.id FROM records b"
+                     "  WHERE b.workload_id=r.workload_id AND b.target_id=r.target_id AND b.threads=r.threads AND b.status='ok' AND"
+                     "  temper_tmpl_version(b.template)=b.template_version ORDER BY b.median_s, b.id LIMIT 1)"
+                     " ORDER BY w.key, t.triple, t.cpu, t.features, t.llvm_version, t.cores, r.threads";
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db->h, best_only ? best : all, -1, &st, NULL)) return fail(db, "preparing the export");
+  int rc;
+  temper_status s = TEMPER_OK;
+  while (!s && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    db_record r;
+    read_record(st, &r);
+    const char *op = (const char *)sqlite3_column_text(st, 20), *desc = (const char *)sqlite3_column_text(st, 21);
+    s = fn(ctx, &r, op ? op : "", desc ? desc : "{}", sqlite3_column_double(st, 22));
+  }
+  sqlite3_finalize(st);
+  if (s) return s;
+  return rc == SQLITE_DONE ? TEMPER_OK : fail(db, "reading records");
+}
+
+int db_has_record(temper_db *db, const db_record *r) {
+  sqlite3_stmt *st;
+  const char *sql = "SELECT 1 FROM records x JOIN workloads w ON w.id=x.workload_id WHERE w.key=?1 AND x.target_id=?2 AND"
+                    " x.config=?3 AND x.threads=?4 AND x.host=?5 AND x.measured_at=?6 AND x.remeasure=?7 AND x.status=?8 LIMIT 1";
+  if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL)) return 0;
+  sqlite3_bind_text(st, 1, r->workload, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, r->target_id);
+  sqlite3_bind_text(st, 3, r->config, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 4, r->threads);
+  sqlite3_bind_text(st, 5, r->host, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 6, r->measured_at, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 7, r->remeasure);
+  sqlite3_bind_text(st, 8, db_status_names[r->status], -1, SQLITE_STATIC);
+  int found = sqlite3_step(st) == SQLITE_ROW;
+  sqlite3_finalize(st);
+  return found;
 }

@@ -88,6 +88,20 @@ int64_t db_find_target(temper_db *db, const db_target *t);
 /* counts of records per status for (workload, target, threads) */
 temper_status db_counts(temper_db *db, const char *workload, int64_t target_id, int threads, int counts[DB_STATUS_COUNT]);
 
+/* an explicit transaction: the writes inside commit together (import) */
+temper_status db_begin(temper_db *db);
+temper_status db_commit(temper_db *db);
+void db_rollback(temper_db *db);
+
+typedef struct db_target_row { int64_t id; db_target t; int records; } db_target_row;
+temper_status db_targets(temper_db *db, db_target_row **out, int *n);
+/* every record (or only the best per workload, target and threads), in a
+ * deterministic order, with its workload's op, description and FLOPs */
+typedef temper_status (*db_record_fn)(void *ctx, const db_record *r, const char *op, const char *desc, double flops);
+temper_status db_foreach(temper_db *db, int best_only, db_record_fn fn, void *ctx);
+/* a record with the same workload, target, config, threads, host, time, status */
+int db_has_record(temper_db *db, const db_record *r);
+
 /* `temper db show`: one row per (workload, target, threads) */
 temper_status db_show(temper_db *db, void *file);
 /* the template version a record must carry to be used today (-1 unknown
