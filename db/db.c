@@ -529,13 +529,16 @@ temper_status db_foreach(temper_db *db, int best_only, db_record_fn fn, void *ct
                     " FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id"
                     " ORDER BY w.key, t.triple, t.cpu, t.features, t.llvm_version, t.cores, r.threads, r.measured_at, r.config_index,"
                     " r.remeasure, r.status, r.id";
-  /* the best of each (workload, target, threads): ok, template version in force, fastest */
+  /* the best of each (workload, target, threads, input channel block): ok,
+   * template version in force, fastest; a build chooses among exactly these */
+#define IN_BLOCK(x) "coalesce(json_extract(" x ".config, '$.ic_bn'), json_extract(" x ".config, '$.c_bn'))"
   const char *best = RECORD_COLS ", w.op, w.description, w.flops"
                      " FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id"
                      " WHERE r.status='ok' AND temper_tmpl_version(r.template)=r.template_version AND r.id = (SELECT b.id FROM records b"
                      "  WHERE b.workload_id=r.workload_id AND b.target_id=r.target_id AND b.threads=r.threads AND b.status='ok' AND"
-                     "  temper_tmpl_version(b.template)=b.template_version ORDER BY b.median_s, b.id LIMIT 1)"
-                     " ORDER BY w.key, t.triple, t.cpu, t.features, t.llvm_version, t.cores, r.threads";
+                     "  temper_tmpl_version(b.template)=b.template_version AND " IN_BLOCK("b") " IS " IN_BLOCK("r")
+                     "  ORDER BY b.median_s, b.id LIMIT 1)"
+                     " ORDER BY w.key, t.triple, t.cpu, t.features, t.llvm_version, t.cores, r.threads, r.median_s, r.id";
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h, best_only ? best : all, -1, &st, NULL)) return fail(db, "preparing the export");
   int rc;

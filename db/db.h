@@ -95,8 +95,9 @@ void db_rollback(temper_db *db);
 
 typedef struct db_target_row { int64_t id; db_target t; int records; } db_target_row;
 temper_status db_targets(temper_db *db, db_target_row **out, int *n);
-/* every record (or only the best per workload, target and threads), in a
- * deterministic order, with its workload's op, description and FLOPs */
+/* every record (or only the best per workload, target, threads and input
+ * channel block: all a build chooses from), in a deterministic order, with
+ * its workload's op, description and FLOPs */
 typedef temper_status (*db_record_fn)(void *ctx, const db_record *r, const char *op, const char *desc, double flops);
 temper_status db_foreach(temper_db *db, int best_only, db_record_fn fn, void *ctx);
 /* a record with the same workload, target, config, threads, host, time, status */

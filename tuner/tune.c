@@ -313,7 +313,8 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
   db_set_tmpl_version_hook(tune_tmpl_version);
   gethostname(tu.host, sizeof tu.host - 1);
   db_target tg;
-  tune_host_target(&tg);
+  if (o->target) tg = *o->target;
+  else tune_host_target(&tg);
   temper_status s = db_target_id(db, &tg, &tu.target_id);
   if (!s) s = db_run_begin(db, command, o->seed, tu.host, &tu.run_id);
   if (s) return diag_fail(d, s, "%s", db_errmsg(db));

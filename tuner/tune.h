@@ -25,6 +25,7 @@ typedef struct tune_opts {
   void *measure_ctx;
   runner_hook (*hook)(void *ctx, const tune_task *t, int64_t index);   /* test hook */
   void *hook_ctx;
+  const db_target *target;  /* record under this target instead of the host (tests, imports) */
   void *log;                /* FILE*: progress and summary; NULL: quiet */
   int tty;                  /* live progress lines */
 } tune_opts;
