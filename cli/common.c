@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli.h"
+#include "onnx.h"
 
 double cli_now(void) {
   struct timespec ts;
@@ -37,6 +38,15 @@ static char *read_file(const char *path) {
 }
 
 int cli_read_model(const char *path, temper_graph **g) {
+  size_t n = strlen(path);
+  if (n > 5 && !strcmp(path + n - 5, ".onnx")) {
+    diag d = {.path = path};
+    if (onnx_import(path, g, &d)) {
+      fprintf(stderr, "%s\n", d.msg);
+      return 1;
+    }
+    return 0;
+  }
   char *text = read_file(path);
   if (!text) return 1;
   char *err = NULL;
@@ -101,6 +111,8 @@ int cli_model_data(temper_graph *g, model_data *md) {
     if (load_npy_for(fn->params[found], md->input_files[k], &md->values[found])) return 1;
   }
   if (md->n_inputs == 0 && fn->n_params > 0) md->is_input[0] = 1;   /* the data input comes first */
+  if (g->all_inputs)   /* ONNX: the weights are the model's own; every parameter is an input */
+    for (int i = 0; i < fn->n_params; i++) md->is_input[i] = 1;
   for (int i = 0; i < fn->n_params; i++) {
     node *p = fn->params[i];
     if (md->values[i]) continue;

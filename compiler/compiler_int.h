@@ -211,6 +211,7 @@ struct temper_graph {
   node *main;              /* the N_FUNC @main */
   char *path;              /* for messages */
   char *text;              /* source text (owned), for messages */
+  int all_inputs;          /* every parameter of main is a model input (ONNX: weights are constants) */
 };
 
 node *ir_new(temper_graph *g, node_kind k, loc_t loc);

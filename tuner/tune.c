@@ -241,7 +241,7 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
     if (oks[i].config_index == def_idx && !oks[i].remeasure) res->default_s = oks[i].median_s;
   free(oks);
   free(done_idx);
-  double t0 = now_s();
+  double t0 = now_s(), c0 = tu->t_compile, m0 = tu->t_measure;
   int budget = o->trials;
   while (res->new_trials < budget && !sr.exhausted) {
     if (time_s >= 0 && now_s() - t0 >= time_s) break;
@@ -265,6 +265,7 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
       }
       res->new_trials++;
       if (r.status != DB_OK) res->errors++;
+      if (o->on_record) o->on_record(o->on_record_ctx, t, &r);
       search_update(&sr, idx[i], r.status == DB_OK ? r.median_s : INFINITY);
       if (r.status == DB_OK && (!res->best_s || r.median_s < res->best_s)) {
         res->best_s = r.median_s;
@@ -275,6 +276,8 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
     progress(tu, ti, nt, t, res->new_trials, budget, res->best_s, res->errors, t0, time_s >= 0 ? time_s - (now_s() - t0) : -1);
   }
   search_free(&sr);
+  res->compile_s = tu->t_compile - c0;
+  res->measure_s = tu->t_measure - m0;
   /* the fastest few again, with more rounds: a noisy fluke must not win */
   if (o->top_k > 0) {
     db_record *top = NULL;

@@ -26,12 +26,15 @@ typedef struct tune_opts {
   runner_hook (*hook)(void *ctx, const tune_task *t, int64_t index);   /* test hook */
   void *hook_ctx;
   const db_target *target;  /* record under this target instead of the host (tests, imports) */
+  void (*on_record)(void *ctx, const tune_task *t, const db_record *r);   /* after each record (benchmarks) */
+  void *on_record_ctx;
   void *log;                /* FILE*: progress and summary; NULL: quiet */
   int tty;                  /* live progress lines */
 } tune_opts;
 
 typedef struct tune_task_result {
   int new_trials, errors;
+  double compile_s, measure_s;   /* builder and runner time spent on the task */
   double best_s, default_s;   /* per call, 0 if unknown */
   char best_config[512];
 } tune_task_result;

@@ -1,0 +1,668 @@
+/* onnx.c: the ONNX importer. Opsets 11–17; float32 tensors; initializers
+ * (inline, raw, or external data beside the model) become constants;
+ * Identity of an initializer is an alias. A model with unsupported ops is
+ * refused with one message listing every such op and its nodes. */
+#include <errno.h>
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "onnx.h"
+#include "onnx.pb-c.h"
+
+#define TRY(x) do { temper_status s_ = (x); if (s_ != TEMPER_OK) return s_; } while (0)
+
+enum { ELEM_FLOAT = 1, ELEM_INT64 = 7, ELEM_INT32 = 6 };
+
+/* a named value: a node, or an int64 constant (shapes, pads) */
+typedef struct value {
+  const char *name;
+  node *n;
+  int64_t *ints;
+  int n_ints;
+  int is_ints;
+} value;
+
+typedef struct imp {
+  temper_graph *g;
+  diag *d;
+  const char *path;
+  char dir[4096];         /* the model's directory, for external data */
+  value *vals;
+  int n_vals, cap_vals;
+  int opset;
+  const Onnx__NodeProto *cur;   /* the node being imported, for messages */
+  const Onnx__NodeProto **by_line;   /* loc.line - 1 → node */
+  int n_lines;
+} imp;
+
+static temper_status node_err(imp *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static temper_status node_err(imp *m, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (m->cur)
+    return diag_fail(m->d, TEMPER_EINVAL, "%s: node '%s' (%s): %s", m->path, m->cur->name && m->cur->name[0] ? m->cur->name : "(unnamed)",
+                     m->cur->op_type, msg);
+  return diag_fail(m->d, TEMPER_EINVAL, "%s: %s", m->path, msg);
+}
+
+static value *lookup(imp *m, const char *name) {
+  for (int i = m->n_vals - 1; i >= 0; i--)
+    if (!strcmp(m->vals[i].name, name)) return &m->vals[i];
+  return NULL;
+}
+
+static value *define(imp *m, const char *name) {
+  if (m->n_vals == m->cap_vals) {
+    m->cap_vals = m->cap_vals ? m->cap_vals * 2 : 256;
+    value *nv = realloc(m->vals, sizeof(value) * (size_t)m->cap_vals);
+    if (!nv) return NULL;
+    m->vals = nv;
+  }
+  value *v = &m->vals[m->n_vals++];
+  memset(v, 0, sizeof *v);
+  v->name = arena_strdup(&m->g->a, name);
+  return v;
+}
+
+/* ---- tensors ---- */
+static temper_status read_external(imp *m, const Onnx__TensorProto *t, unsigned char **buf, size_t *len) {
+  const char *loc = NULL;
+  long long off = 0, length = -1;
+  for (size_t i = 0; i < t->n_external_data; i++) {
+    const char *k = t->external_data[i]->key, *v = t->external_data[i]->value;
+    if (!strcmp(k, "location")) loc = v;
+    else if (!strcmp(k, "offset")) off = atoll(v);
+    else if (!strcmp(k, "length")) length = atoll(v);
+  }
+  if (!loc || strstr(loc, "..") || loc[0] == '/')
+    return node_err(m, "initializer '%s': external data needs a relative 'location' beside the model", t->name);
+  char path[8300];
+  snprintf(path, sizeof path, "%s/%s", m->dir, loc);
+  FILE *f = fopen(path, "rb");
+  if (!f) return node_err(m, "initializer '%s': cannot open its external data %s: %s", t->name, path, strerror(errno));
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  if (length < 0) length = size - off;
+  if (off < 0 || length < 0 || off + length > size) {
+    fclose(f);
+    return node_err(m, "initializer '%s': external data %s is too short (offset %lld, length %lld, file %ld bytes)", t->name, path, off,
+                    length, size);
+  }
+  *buf = malloc((size_t)length + 1);
+  fseek(f, off, SEEK_SET);
+  size_t got = *buf ? fread(*buf, 1, (size_t)length, f) : 0;
+  fclose(f);
+  if (got != (size_t)length) { free(*buf); return node_err(m, "initializer '%s': reading %s failed", t->name, path); }
+  *len = (size_t)length;
+  return TEMPER_OK;
+}
+
+static temper_status tensor_value(imp *m, const Onnx__TensorProto *t, value *v) {
+  shape_t s = {(int)t->n_dims, {0}};
+  if (t->n_dims > TEMPER_MAX_DIMS) return node_err(m, "tensor '%s' has %zu dimensions (at most %d)", t->name, t->n_dims, TEMPER_MAX_DIMS);
+  for (size_t i = 0; i < t->n_dims; i++) {
+    if (t->dims[i] < 0 || t->dims[i] > (1ll << 31)) return node_err(m, "tensor '%s': bad dimension %lld", t->name, (long long)t->dims[i]);
+    s.d[i] = t->dims[i];
+  }
+  int64_t n = shape_numel(&s);
+  unsigned char *ext = NULL;
+  size_t ext_len = 0;
+  const unsigned char *raw = t->has_raw_data ? t->raw_data.data : NULL;
+  size_t raw_len = t->has_raw_data ? t->raw_data.len : 0;
+  if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+    TRY(read_external(m, t, &ext, &ext_len));
+    raw = ext, raw_len = ext_len;
+  }
+  temper_status st = TEMPER_OK;
+  if (t->data_type == ELEM_FLOAT) {
+    node *c = ir_const(m->g, &s, NULL);
+    if (!c) { free(ext); return diag_fail(m->d, TEMPER_ENOMEM, "out of memory"); }
+    if (raw && raw_len == (size_t)n * 4) memcpy(c->data, raw, (size_t)n * 4);
+    else if (!raw && t->n_float_data == (size_t)n) memcpy(c->data, t->float_data, (size_t)n * 4);
+    else st = node_err(m, "tensor '%s': expected %lld floats of data", t->name, (long long)n);
+    c->name = arena_strdup(&m->g->a, t->name ? t->name : "");
+    v->n = c;
+  } else if (t->data_type == ELEM_INT64 || t->data_type == ELEM_INT32) {
+    v->is_ints = 1;
+    v->n_ints = (int)n;
+    v->ints = arena_alloc(&m->g->a, sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (!v->ints) { free(ext); return diag_fail(m->d, TEMPER_ENOMEM, "out of memory"); }
+    size_t w = t->data_type == ELEM_INT64 ? 8 : 4;
+    if (raw && raw_len == (size_t)n * w) {
+      for (int64_t i = 0; i < n; i++) {
+        if (w == 8) memcpy(&v->ints[i], raw + i * 8, 8);
+        else { int32_t x; memcpy(&x, raw + i * 4, 4); v->ints[i] = x; }
+      }
+    } else if (!raw && w == 8 && t->n_int64_data == (size_t)n) memcpy(v->ints, t->int64_data, (size_t)n * 8);
+    else if (!raw && w == 4 && t->n_int32_data == (size_t)n) for (int64_t i = 0; i < n; i++) v->ints[i] = t->int32_data[i];
+    else st = node_err(m, "tensor '%s': expected %lld integers of data", t->name, (long long)n);
+  } else {
+    st = node_err(m, "tensor '%s': element type %d is not supported (float32 and int64 only)", t->name, t->data_type);
+  }
+  free(ext);
+  return st;
+}
+
+/* ---- attributes ---- */
+static const Onnx__AttributeProto *attr(const Onnx__NodeProto *n, const char *name) {
+  for (size_t i = 0; i < n->n_attribute; i++)
+    if (!strcmp(n->attribute[i]->name, name)) return n->attribute[i];
+  return NULL;
+}
+
+static temper_status attr_int(imp *m, const char *name, int64_t def, int64_t *out) {
+  const Onnx__AttributeProto *a = attr(m->cur, name);
+  *out = def;
+  if (!a) return TEMPER_OK;
+  if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT) return node_err(m, "attribute '%s' must be an int", name);
+  *out = a->i;
+  return TEMPER_OK;
+}
+
+static temper_status attr_float(imp *m, const char *name, double def, double *out) {
+  const Onnx__AttributeProto *a = attr(m->cur, name);
+  *out = def;
+  if (!a) return TEMPER_OK;
+  if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT) return node_err(m, "attribute '%s' must be a float", name);
+  *out = a->f;
+  return TEMPER_OK;
+}
+
+/* ints attribute into out[n] (default fill when absent); count must be n */
+static temper_status attr_ints(imp *m, const char *name, int n, int64_t def, int64_t *out, int *present) {
+  const Onnx__AttributeProto *a = attr(m->cur, name);
+  for (int i = 0; i < n; i++) out[i] = def;
+  if (present) *present = a != NULL;
+  if (!a) return TEMPER_OK;
+  if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS) return node_err(m, "attribute '%s' must be ints", name);
+  if ((int)a->n_ints != n) return node_err(m, "attribute '%s' must have %d values, has %zu (2-d only)", name, n, a->n_ints);
+  for (int i = 0; i < n; i++) out[i] = a->ints[i];
+  return TEMPER_OK;
+}
+
+static temper_status attr_str(imp *m, const char *name, const char *def, char *out, size_t n) {
+  const Onnx__AttributeProto *a = attr(m->cur, name);
+  snprintf(out, n, "%s", def);
+  if (!a) return TEMPER_OK;
+  if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING) return node_err(m, "attribute '%s' must be a string", name);
+  snprintf(out, n, "%.*s", (int)a->s.len, (const char *)a->s.data);
+  return TEMPER_OK;
+}
+
+/* ---- inputs ---- */
+static temper_status input(imp *m, size_t i, node **out) {
+  if (i >= m->cur->n_input || !m->cur->input[i][0]) return node_err(m, "input %zu is missing", i + 1);
+  value *v = lookup(m, m->cur->input[i]);
+  if (!v) return node_err(m, "input '%s' is not produced by any earlier node, initializer or graph input", m->cur->input[i]);
+  if (!v->n) return node_err(m, "input '%s' must be a float tensor", m->cur->input[i]);
+  *out = v->n;
+  return TEMPER_OK;
+}
+
+static temper_status const_input(imp *m, size_t i, node **out) {
+  TRY(input(m, i, out));
+  if ((*out)->kind != N_CONST) return node_err(m, "input '%s' must be an initializer or a Constant", m->cur->input[i]);
+  return TEMPER_OK;
+}
+
+static temper_status ints_input(imp *m, size_t i, value **out) {
+  if (i >= m->cur->n_input || !m->cur->input[i][0]) return node_err(m, "input %zu is missing", i + 1);
+  value *v = lookup(m, m->cur->input[i]);
+  if (!v) return node_err(m, "input '%s' is not produced by any earlier node, initializer or graph input", m->cur->input[i]);
+  if (!v->is_ints) return node_err(m, "input '%s' must be a constant int64 tensor", m->cur->input[i]);
+  *out = v;
+  return TEMPER_OK;
+}
+
+static node *call(imp *m, int op, int n, node **args) {
+  node *c = ir_call(m->g, op, n, args, NULL);
+  if (c) c->loc = (loc_t){m->n_lines, 0};   /* line: the ONNX node's number */
+  return c;
+}
+
+static temper_status set_out(imp *m, size_t i, node *v) {
+  if (!v) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  if (i >= m->cur->n_output) return node_err(m, "has no output %zu", i + 1);
+  value *o = define(m, m->cur->output[i]);
+  if (!o) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  o->n = v;
+  return TEMPER_OK;
+}
+
+static node *scalar(imp *m, float v) {
+  shape_t s = {0};
+  return ir_const(m->g, &s, &v);
+}
+
+/* SAME_UPPER / SAME_LOWER / VALID into explicit pads (t, l, b, r) */
+static temper_status auto_pads(imp *m, const node *x, const int64_t *k, const int64_t *st, const int64_t *dil, int64_t *pads) {
+  char ap[32];
+  TRY(attr_str(m, "auto_pad", "NOTSET", ap, sizeof ap));
+  if (!strcmp(ap, "NOTSET")) return TEMPER_OK;
+  if (!strcmp(ap, "VALID")) { memset(pads, 0, sizeof(int64_t) * 4); return TEMPER_OK; }
+  if (strcmp(ap, "SAME_UPPER") && strcmp(ap, "SAME_LOWER")) return node_err(m, "auto_pad '%s' is not supported", ap);
+  for (int i = 0; i < 2; i++) {
+    int64_t in = x->ty.shape.d[2 + i], out = (in + st[i] - 1) / st[i];
+    int64_t total = (out - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - in;
+    if (total < 0) total = 0;
+    int64_t small = total / 2, big = total - small;
+    pads[i] = strcmp(ap, "SAME_UPPER") ? big : small;
+    pads[i + 2] = strcmp(ap, "SAME_UPPER") ? small : big;
+  }
+  return TEMPER_OK;
+}
+
+static void set2(attrs_t *a, attr_id id, const int64_t *v) { a->v[id].n = 2, a->v[id].i[0] = v[0], a->v[id].i[1] = v[1]; }
+static void set4(attrs_t *a, attr_id id, const int64_t *v) {
+  a->v[id].n = 4;
+  for (int i = 0; i < 4; i++) a->v[id].i[i] = v[i];
+}
+
+static temper_status typed(imp *m, node *n) { return n ? typeinfer_node(m->g, n, m->d) : diag_fail(m->d, TEMPER_ENOMEM, "out of memory"); }
+
+static temper_status conv(imp *m) {
+  node *x, *w, *b = NULL;
+  TRY(input(m, 0, &x));
+  TRY(input(m, 1, &w));
+  if (m->cur->n_input > 2 && m->cur->input[2][0]) TRY(const_input(m, 2, &b));
+  if (x->ty.shape.ndim != 4 || w->ty.shape.ndim != 4) return node_err(m, "only 2-d convolutions (4-d tensors) are supported");
+  int64_t st[2], dil[2], pads[4], ks[2], group;
+  int has_ks;
+  TRY(attr_ints(m, "strides", 2, 1, st, NULL));
+  TRY(attr_ints(m, "dilations", 2, 1, dil, NULL));
+  TRY(attr_ints(m, "pads", 4, 0, pads, NULL));
+  TRY(attr_ints(m, "kernel_shape", 2, 0, ks, &has_ks));
+  TRY(attr_int(m, "group", 1, &group));
+  if (!has_ks) ks[0] = w->ty.shape.d[2], ks[1] = w->ty.shape.d[3];
+  TRY(auto_pads(m, x, ks, st, dil, pads));
+  node *args[2] = {x, w};
+  node *c = call(m, OP_CONV2D, 2, args);
+  if (!c) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  set2(c->attrs, ATTR_STRIDES, st);
+  set2(c->attrs, ATTR_DILATION, dil);
+  set4(c->attrs, ATTR_PADDING, pads);
+  set2(c->attrs, ATTR_KERNEL_SIZE, ks);
+  c->attrs->v[ATTR_GROUPS].i[0] = group;
+  TRY(typed(m, c));
+  if (b) {
+    node *ba[2] = {c, b};
+    c = call(m, OP_BIAS_ADD, 2, ba);
+    TRY(typed(m, c));
+  }
+  return set_out(m, 0, c);
+}
+
+static temper_status pool(imp *m, int op) {
+  node *x;
+  TRY(input(m, 0, &x));
+  if (x->ty.shape.ndim != 4) return node_err(m, "only 2-d pooling (4-d tensors) is supported");
+  if (m->cur->n_output > 1 && m->cur->output[1][0]) return node_err(m, "the Indices output is not supported");
+  node *c = call(m, op, 1, &x);
+  if (!c) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  if (op != OP_GLOBAL_AVG_POOL2D) {
+    int64_t ks[2], st[2], dil[2], pads[4], ceil, cip;
+    TRY(attr_ints(m, "kernel_shape", 2, 1, ks, NULL));
+    TRY(attr_ints(m, "strides", 2, 1, st, NULL));
+    TRY(attr_ints(m, "dilations", 2, 1, dil, NULL));
+    TRY(attr_ints(m, "pads", 4, 0, pads, NULL));
+    TRY(attr_int(m, "ceil_mode", 0, &ceil));
+    TRY(attr_int(m, "count_include_pad", 0, &cip));
+    TRY(auto_pads(m, x, ks, st, dil, pads));
+    set2(c->attrs, ATTR_POOL_SIZE, ks);
+    set2(c->attrs, ATTR_STRIDES, st);
+    set2(c->attrs, ATTR_DILATION, dil);
+    set4(c->attrs, ATTR_PADDING, pads);
+    c->attrs->v[ATTR_CEIL_MODE].i[0] = ceil;
+    c->attrs->v[ATTR_COUNT_INCLUDE_PAD].i[0] = cip;
+  }
+  TRY(typed(m, c));
+  return set_out(m, 0, c);
+}
+
+/* W of a dense layer from a constant: transposed when the ONNX op multiplies by B[K, U] */
+static node *dense_weight(imp *m, node *b, int transpose) {
+  if (!transpose) return b;
+  shape_t s = {2, {b->ty.shape.d[1], b->ty.shape.d[0]}};
+  node *t = ir_const(m->g, &s, NULL);
+  if (!t) return NULL;
+  int64_t K = b->ty.shape.d[0], U = b->ty.shape.d[1];
+  for (int64_t k = 0; k < K; k++)
+    for (int64_t u = 0; u < U; u++) t->data[u * K + k] = b->data[k * U + u];
+  return t;
+}
+
+static temper_status gemm(imp *m, int matmul) {
+  node *a, *b, *cc = NULL;
+  TRY(input(m, 0, &a));
+  TRY(const_input(m, 1, &b));
+  int64_t ta = 0, tb = 0;
+  double alpha = 1, beta = 1;
+  if (!matmul) {
+    TRY(attr_int(m, "transA", 0, &ta));
+    TRY(attr_int(m, "transB", 0, &tb));
+    TRY(attr_float(m, "alpha", 1, &alpha));
+    TRY(attr_float(m, "beta", 1, &beta));
+    if (m->cur->n_input > 2 && m->cur->input[2][0]) TRY(const_input(m, 2, &cc));
+  }
+  if (ta) return node_err(m, "transA=1 is not supported");
+  if (a->ty.shape.ndim != 2 || b->ty.shape.ndim != 2) return node_err(m, "only 2-d matrices are supported");
+  node *w = dense_weight(m, b, !tb);
+  if (!w) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  node *args[2] = {a, w};
+  node *y = call(m, OP_DENSE, 2, args);
+  TRY(typed(m, y));
+  if (alpha != 1) {
+    node *ma[2] = {y, scalar(m, (float)alpha)};
+    y = call(m, OP_MULTIPLY, 2, ma);
+    TRY(typed(m, y));
+  }
+  if (cc) {
+    node *bias = cc;
+    if (beta != 1) {
+      bias = ir_const(m->g, &cc->ty.shape, cc->data);
+      if (!bias) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+      for (int64_t i = 0; i < shape_numel(&cc->ty.shape); i++) bias->data[i] *= (float)beta;
+    }
+    node *aa[2] = {y, bias};
+    y = call(m, OP_ADD, 2, aa);
+    TRY(typed(m, y));
+  }
+  return set_out(m, 0, y);
+}
+
+static temper_status import_node(imp *m) {
+  const Onnx__NodeProto *n = m->cur;
+  const char *op = n->op_type;
+  node *x, *y;
+  if (!strcmp(op, "Conv")) return conv(m);
+  if (!strcmp(op, "MaxPool")) return pool(m, OP_MAX_POOL2D);
+  if (!strcmp(op, "AveragePool")) return pool(m, OP_AVG_POOL2D);
+  if (!strcmp(op, "GlobalAveragePool")) return pool(m, OP_GLOBAL_AVG_POOL2D);
+  if (!strcmp(op, "Gemm")) return gemm(m, 0);
+  if (!strcmp(op, "MatMul")) return gemm(m, 1);
+  if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid")) {
+    TRY(input(m, 0, &x));
+    y = call(m, !strcmp(op, "Relu") ? OP_RELU : OP_SIGMOID, 1, &x);
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
+  if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) {
+    node *a[2];
+    TRY(input(m, 0, &a[0]));
+    TRY(input(m, 1, &a[1]));
+    int code = op[0] == 'A' ? OP_ADD : op[0] == 'S' ? OP_SUBTRACT : op[0] == 'M' ? OP_MULTIPLY : OP_DIVIDE;
+    y = call(m, code, 2, a);
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
+  if (!strcmp(op, "BatchNormalization")) {
+    node *a[5];
+    for (int i = 0; i < 5; i++) TRY(input(m, (size_t)i, &a[i]));
+    double eps;
+    TRY(attr_float(m, "epsilon", 1e-5, &eps));
+    y = call(m, OP_BATCH_NORM, 5, a);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    y->attrs->v[ATTR_EPSILON].f = eps;
+    TRY(typed(m, y));
+    node *gi = ir_new(m->g, N_GETITEM, y->loc);
+    if (!gi || !(gi->args = arena_alloc(&m->g->a, sizeof(node *)))) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    gi->n_args = 1;
+    gi->args[0] = y;
+    TRY(typed(m, gi));
+    return set_out(m, 0, gi);
+  }
+  if (!strcmp(op, "Clip")) {
+    TRY(input(m, 0, &x));
+    double lo = -FLT_MAX, hi = FLT_MAX;
+    node *c;
+    if (n->n_input > 1 && n->input[1][0]) { TRY(const_input(m, 1, &c)); lo = c->data[0]; }
+    if (n->n_input > 2 && n->input[2][0]) { TRY(const_input(m, 2, &c)); hi = c->data[0]; }
+    TRY(attr_float(m, "min", lo, &lo));
+    TRY(attr_float(m, "max", hi, &hi));
+    y = call(m, OP_CLIP, 1, &x);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    y->attrs->v[ATTR_A_MIN].f = lo;
+    y->attrs->v[ATTR_A_MAX].f = hi;
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
+  if (!strcmp(op, "Flatten")) {
+    TRY(input(m, 0, &x));
+    int64_t axis;
+    TRY(attr_int(m, "axis", 1, &axis));
+    int nd = x->ty.shape.ndim;
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis > nd) return node_err(m, "axis %lld out of range", (long long)axis);
+    if (axis == 1) y = call(m, OP_BATCH_FLATTEN, 1, &x);
+    else {
+      int64_t a = 1;
+      for (int i = 0; i < axis; i++) a *= x->ty.shape.d[i];
+      y = call(m, OP_RESHAPE, 1, &x);
+      if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+      y->attrs->v[ATTR_NEWSHAPE].n = 2;
+      y->attrs->v[ATTR_NEWSHAPE].i[0] = a;
+      y->attrs->v[ATTR_NEWSHAPE].i[1] = -1;
+    }
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
+  if (!strcmp(op, "Reshape")) {
+    value *shp = NULL;
+    TRY(input(m, 0, &x));
+    TRY(ints_input(m, 1, &shp));
+    if (shp->n_ints < 1 || shp->n_ints > 8) return node_err(m, "shape must have 1 to 8 values");
+    y = call(m, OP_RESHAPE, 1, &x);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    y->attrs->v[ATTR_NEWSHAPE].n = shp->n_ints;
+    for (int i = 0; i < shp->n_ints; i++) y->attrs->v[ATTR_NEWSHAPE].i[i] = shp->ints[i];
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
+  if (!strcmp(op, "Concat")) {
+    node *a[64];
+    if (n->n_input > 64 || n->n_input < 1) return node_err(m, "1 to 64 inputs are supported");
+    for (size_t i = 0; i < n->n_input; i++) TRY(input(m, i, &a[i]));
+    int64_t axis;
+    if (!attr(n, "axis")) return node_err(m, "attribute 'axis' is required");
+    TRY(attr_int(m, "axis", 0, &axis));
+    y = call(m, OP_CONCATENATE, (int)n->n_input, a);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    y->attrs->v[ATTR_AXIS].i[0] = axis;
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
+  if (!strcmp(op, "Softmax")) {
+    TRY(input(m, 0, &x));
+    int64_t axis;
+    TRY(attr_int(m, "axis", m->opset >= 13 ? -1 : 1, &axis));
+    if (m->opset < 13 && axis != x->ty.shape.ndim - 1 && axis != -1)
+      return node_err(m, "Softmax before opset 13 over axes %lld.. of a %d-d tensor is not supported", (long long)axis, x->ty.shape.ndim);
+    y = call(m, OP_SOFTMAX, 1, &x);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    y->attrs->v[ATTR_AXIS].i[0] = axis;
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
+  if (!strcmp(op, "Dropout") || !strcmp(op, "Identity")) {   /* inference: the input itself */
+    value *v = n->n_input ? lookup(m, n->input[0]) : NULL;
+    if (!v) return node_err(m, "input '%s' is not produced by any earlier node, initializer or graph input", n->n_input ? n->input[0] : "");
+    if (n->n_output > 1 && n->output[1][0]) return node_err(m, "the mask output is not supported");
+    value *o = define(m, n->output[0]);
+    if (!o) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    const char *name = o->name;
+    *o = *v;
+    o->name = name;
+    return TEMPER_OK;
+  }
+  if (!strcmp(op, "Constant")) {
+    const Onnx__AttributeProto *a = attr(n, "value");
+    if (!a || a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR || !a->t)
+      return node_err(m, "attribute 'value' must be a tensor (other Constant forms are not supported)");
+    value *o = define(m, n->output[0]);
+    if (!o) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    return tensor_value(m, a->t, o);
+  }
+  if (!strcmp(op, "Pad")) return node_err(m, "Pad is recognised but not supported yet: pad inside the following Conv instead");
+  return node_err(m, "unsupported op");
+}
+
+static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Sigmoid",
+                                        "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
+                                        "Concat", "Softmax", "Dropout", "Constant", "Identity", NULL};
+
+static int is_supported(const char *op) {
+  for (int i = 0; supported[i]; i++)
+    if (!strcmp(supported[i], op)) return 1;
+  return 0;
+}
+
+/* one message listing every unsupported op type with its nodes */
+static temper_status check_ops(imp *m, const Onnx__GraphProto *gp) {
+  char msg[1800] = "";
+  size_t k = 0;
+  int bad = 0;
+  for (size_t i = 0; i < gp->n_node; i++) {
+    const char *op = gp->node[i]->op_type;
+    if (is_supported(op) || (gp->node[i]->domain && gp->node[i]->domain[0] && strcmp(gp->node[i]->domain, "ai.onnx") && 0)) continue;
+    int first = 1;
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(gp->node[j]->op_type, op)) first = 0;
+    if (!first) continue;
+    bad++;
+    k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s%s (node", bad > 1 ? ", " : "", op);
+    int nn = 0;
+    for (size_t j = i; j < gp->n_node && k < sizeof msg - 64; j++)
+      if (!strcmp(gp->node[j]->op_type, op)) {
+        const char *nm = gp->node[j]->name && gp->node[j]->name[0] ? gp->node[j]->name : "(unnamed)";
+        k += (size_t)snprintf(msg + k, sizeof msg - k, "%s '%s'", nn++ ? "," : "", nm);
+      }
+    if (k < sizeof msg) k += (size_t)snprintf(msg + k, sizeof msg - k, ")");
+  }
+  if (bad) return diag_fail(m->d, TEMPER_EUNSUPPORTED, "%s: unsupported ONNX op%s: %s", m->path, bad > 1 ? "s" : "", msg);
+  return TEMPER_OK;
+}
+
+static temper_status import_graph(imp *m, const Onnx__ModelProto *mp) {
+  const Onnx__GraphProto *gp = mp->graph;
+  if (!gp) return node_err(m, "the model has no graph");
+  m->opset = -1;
+  for (size_t i = 0; i < mp->n_opset_import; i++) {
+    const char *dom = mp->opset_import[i]->domain;
+    if (!dom || !dom[0] || !strcmp(dom, "ai.onnx")) m->opset = (int)mp->opset_import[i]->version;
+  }
+  if (m->opset < 11 || m->opset > 17)
+    return diag_fail(m->d, TEMPER_EUNSUPPORTED, "%s: opset %d is not supported (temper reads opsets 11 to 17)", m->path, m->opset);
+  TRY(check_ops(m, gp));
+  for (size_t i = 0; i < gp->n_initializer; i++) {
+    value *v = define(m, gp->initializer[i]->name ? gp->initializer[i]->name : "");
+    if (!v) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    TRY(tensor_value(m, gp->initializer[i], v));
+  }
+  node **params = arena_alloc(&m->g->a, sizeof(node *) * (gp->n_input + 1));
+  int np = 0;
+  if (!params) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  for (size_t i = 0; i < gp->n_input; i++) {
+    const Onnx__ValueInfoProto *vi = gp->input[i];
+    if (lookup(m, vi->name)) continue;   /* an initializer listed as an input too */
+    const Onnx__TypeProto *tp = vi->type;
+    if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type || !tp->tensor_type->shape)
+      return node_err(m, "input '%s' must be a tensor with a shape", vi->name);
+    if (tp->tensor_type->elem_type != ELEM_FLOAT) return node_err(m, "input '%s' must be float32", vi->name);
+    const Onnx__TensorShapeProto *sp = tp->tensor_type->shape;
+    shape_t s = {(int)sp->n_dim, {0}};
+    if (sp->n_dim > TEMPER_MAX_DIMS) return node_err(m, "input '%s' has too many dimensions", vi->name);
+    for (size_t k = 0; k < sp->n_dim; k++) {
+      if (sp->dim[k]->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || sp->dim[k]->dim_value <= 0)
+        return node_err(m, "input '%s' dimension %zu is symbolic ('%s'): temper needs static shapes", vi->name, k,
+                        sp->dim[k]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM ? sp->dim[k]->dim_param : "?");
+      s.d[k] = sp->dim[k]->dim_value;
+    }
+    node *v = ir_var(m->g, vi->name, &s);
+    value *val = v ? define(m, vi->name) : NULL;
+    if (!val) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    val->n = v;
+    params[np++] = v;
+  }
+  m->by_line = calloc(gp->n_node + 1, sizeof *m->by_line);
+  if (!m->by_line) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  for (size_t i = 0; i < gp->n_node; i++) {
+    m->cur = gp->node[i];
+    m->by_line[i] = m->cur;
+    m->n_lines = (int)i + 1;
+    if (!m->cur->n_output) return node_err(m, "has no outputs");
+    temper_status s = import_node(m);
+    if (s) {
+      if (strncmp(m->d->msg, m->path, strlen(m->path))) {   /* a typeinfer message: name the node instead of a line */
+        char inner[2048];
+        const char *e = strstr(m->d->msg, "error: ");
+        snprintf(inner, sizeof inner, "%s", e ? e + 7 : m->d->msg);
+        m->d->status = TEMPER_OK;
+        node_err(m, "%s", inner);
+      }
+      return m->d->status;
+    }
+  }
+  m->cur = NULL;
+  if (!gp->n_output) return node_err(m, "the graph has no outputs");
+  node *outs[64];
+  if (gp->n_output > 64) return node_err(m, "too many outputs");
+  for (size_t i = 0; i < gp->n_output; i++) {
+    value *v = lookup(m, gp->output[i]->name);
+    if (!v || !v->n) return node_err(m, "graph output '%s' is not produced by any node", gp->output[i]->name);
+    outs[i] = v->n;
+  }
+  node *body = outs[0];
+  if (gp->n_output > 1) {
+    body = ir_new(m->g, N_TUPLE, (loc_t){0, 0});
+    if (!body || !(body->args = arena_alloc(&m->g->a, sizeof(node *) * gp->n_output))) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    body->n_args = (int)gp->n_output;
+    memcpy(body->args, outs, sizeof(node *) * gp->n_output);
+  }
+  node *fn = ir_new(m->g, N_FUNC, (loc_t){0, 0});
+  if (!fn) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  fn->params = params;
+  fn->n_params = np;
+  fn->body = body;
+  m->g->main = fn;
+  m->g->all_inputs = 1;
+  return typeinfer(m->g, m->d);
+}
+
+temper_status onnx_import(const char *path, temper_graph **out, diag *d) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f) return diag_fail(d, TEMPER_EIO, "%s: cannot open: %s", path, strerror(errno));
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *buf = size > 0 ? malloc((size_t)size) : NULL;
+  size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
+  fclose(f);
+  if (!buf || got != (size_t)size) {
+    free(buf);
+    return diag_fail(d, size <= 0 ? TEMPER_EINVAL : TEMPER_EIO, "%s: %s", path, size <= 0 ? "empty file" : "cannot read");
+  }
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, (size_t)size, buf);
+  free(buf);
+  if (!mp) return diag_fail(d, TEMPER_EINVAL, "%s: not a valid ONNX model (truncated or corrupt protobuf)", path);
+  imp m = {.d = d, .path = path};
+  snprintf(m.dir, sizeof m.dir, "%s", path);
+  char *slash = strrchr(m.dir, '/');
+  if (slash) *slash = 0;
+  else strcpy(m.dir, ".");
+  m.g = ir_graph_new(path);
+  temper_status s = m.g ? import_graph(&m, mp) : diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  onnx__model_proto__free_unpacked(mp, NULL);
+  free(m.vals);
+  free(m.by_line);
+  if (s) {
+    temper_graph_destroy(m.g);
+    return s;
+  }
+  *out = m.g;
+  return TEMPER_OK;
+}
