@@ -111,8 +111,10 @@ int cli_model_data(temper_graph *g, model_data *md) {
     if (load_npy_for(fn->params[found], md->input_files[k], &md->values[found])) return 1;
   }
   if (md->n_inputs == 0 && fn->n_params > 0) md->is_input[0] = 1;   /* the data input comes first */
-  if (g->all_inputs)   /* ONNX: the weights are the model's own; every parameter is an input */
+  if (g->all_inputs) {   /* ONNX: the weights are the model's own; every parameter is an input */
     for (int i = 0; i < fn->n_params; i++) md->is_input[i] = 1;
+    if (md->params_dir) fprintf(stderr, "temper: --params ignored: an ONNX model carries its own weights\n");
+  }
   for (int i = 0; i < fn->n_params; i++) {
     node *p = fn->params[i];
     if (md->values[i]) continue;

@@ -1,0 +1,486 @@
+/* test_onnx.c: the ONNX importer on small models the test writes itself
+ * with protobuf-c (no Python needed): each op against the reference
+ * interpreter, and every kind of bad file; then ResNet-18 exported by
+ * PyTorch, end to end, against PyTorch's output. */
+#include <math.h>
+#include <unistd.h>
+#include "engine.h"
+#include "helpers.h"
+#include "onnx.h"
+#include "onnx.pb-c.h"
+
+/* ---- building models: everything allocated here is freed by mb_free ---- */
+typedef struct mb {
+  void *ptrs[4096];
+  int n;
+  Onnx__NodeProto *nodes[64];
+  int n_nodes;
+  Onnx__TensorProto *inits[64];
+  int n_inits;
+  Onnx__ValueInfoProto *ins[8], *outs[8];
+  int n_ins, n_outs;
+} mb;
+
+static void *keep(mb *b, void *p) {
+  b->ptrs[b->n++] = p;
+  return p;
+}
+static char *kstr(mb *b, const char *s) { return keep(b, strdup(s)); }
+
+static void mb_free(mb *b) {
+  for (int i = 0; i < b->n; i++) free(b->ptrs[i]);
+  memset(b, 0, sizeof *b);
+}
+
+static Onnx__TensorProto *tensor(mb *b, const char *name, int nd, const int64_t *dims, const float *data, int raw) {
+  Onnx__TensorProto *t = keep(b, malloc(sizeof *t));
+  onnx__tensor_proto__init(t);
+  t->name = kstr(b, name);
+  t->n_dims = (size_t)nd;
+  t->dims = keep(b, malloc(sizeof(int64_t) * (size_t)(nd ? nd : 1)));
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) t->dims[i] = dims[i], n *= dims[i];
+  t->has_data_type = 1;
+  t->data_type = 1;
+  float *copy = keep(b, malloc(sizeof(float) * (size_t)n));
+  memcpy(copy, data, sizeof(float) * (size_t)n);
+  if (raw) {
+    t->has_raw_data = 1;
+    t->raw_data.len = (size_t)n * 4;
+    t->raw_data.data = (uint8_t *)copy;
+  } else {
+    t->n_float_data = (size_t)n;
+    t->float_data = copy;
+  }
+  return t;
+}
+
+static Onnx__TensorProto *tensor_i64(mb *b, const char *name, int n, const int64_t *v) {
+  Onnx__TensorProto *t = keep(b, malloc(sizeof *t));
+  onnx__tensor_proto__init(t);
+  t->name = kstr(b, name);
+  t->n_dims = 1;
+  t->dims = keep(b, malloc(sizeof(int64_t)));
+  t->dims[0] = n;
+  t->has_data_type = 1;
+  t->data_type = 7;
+  t->n_int64_data = (size_t)n;
+  t->int64_data = keep(b, malloc(sizeof(int64_t) * (size_t)n));
+  memcpy(t->int64_data, v, sizeof(int64_t) * (size_t)n);
+  return t;
+}
+
+/* a random initializer */
+static void init(mb *b, const char *name, int nd, const int64_t *dims, uint64_t seed, int positive) {
+  shape_t s = {nd, {0}};
+  for (int i = 0; i < nd; i++) s.d[i] = dims[i];
+  float *d = malloc(sizeof(float) * (size_t)shape_numel(&s));
+  data_random_param(d, &s, seed, 0, positive);
+  b->inits[b->n_inits++] = tensor(b, name, nd, dims, d, (int)(seed & 1));
+  free(d);
+}
+
+static Onnx__NodeProto *nodev(mb *b, const char *op, const char *name, const char *ins, const char *outs) {
+  Onnx__NodeProto *n = keep(b, malloc(sizeof *n));
+  onnx__node_proto__init(n);
+  n->op_type = kstr(b, op);
+  n->name = kstr(b, name);
+  const char *lists[2] = {ins, outs};
+  for (int k = 0; k < 2; k++) {   /* comma-separated names; an empty name is an absent optional input */
+    char **arr = keep(b, calloc(16, sizeof(char *)));
+    size_t cnt = 0;
+    char *copy = kstr(b, lists[k]);
+    for (char *save, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) arr[cnt++] = !strcmp(tok, "_") ? kstr(b, "") : tok;
+    if (k == 0) n->input = arr, n->n_input = cnt;
+    else n->output = arr, n->n_output = cnt;
+  }
+  b->nodes[b->n_nodes++] = n;
+  return n;
+}
+
+static Onnx__AttributeProto *new_attr(mb *b, Onnx__NodeProto *n, const char *name, Onnx__AttributeProto__AttributeType t) {
+  Onnx__AttributeProto *a = keep(b, malloc(sizeof *a));
+  onnx__attribute_proto__init(a);
+  a->name = kstr(b, name);
+  a->has_type = 1;
+  a->type = t;
+  Onnx__AttributeProto **na = keep(b, malloc(sizeof(void *) * (n->n_attribute + 1)));
+  for (size_t i = 0; i < n->n_attribute; i++) na[i] = n->attribute[i];
+  na[n->n_attribute++] = a;
+  n->attribute = na;
+  return a;
+}
+static void attr_ints(mb *b, Onnx__NodeProto *n, const char *name, int cnt, const int64_t *v) {
+  Onnx__AttributeProto *a = new_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+  a->n_ints = (size_t)cnt;
+  a->ints = keep(b, malloc(sizeof(int64_t) * (size_t)cnt));
+  memcpy(a->ints, v, sizeof(int64_t) * (size_t)cnt);
+}
+static void attr_int(mb *b, Onnx__NodeProto *n, const char *name, int64_t v) {
+  Onnx__AttributeProto *a = new_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+  a->has_i = 1;
+  a->i = v;
+}
+static void attr_float(mb *b, Onnx__NodeProto *n, const char *name, float v) {
+  Onnx__AttributeProto *a = new_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+  a->has_f = 1;
+  a->f = v;
+}
+static void attr_str(mb *b, Onnx__NodeProto *n, const char *name, const char *v) {
+  Onnx__AttributeProto *a = new_attr(b, n, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+  a->has_s = 1;
+  a->s.data = (uint8_t *)kstr(b, v);
+  a->s.len = strlen(v);
+}
+
+static Onnx__ValueInfoProto *vinfo(mb *b, const char *name, int nd, const int64_t *dims, const char *sym) {
+  Onnx__ValueInfoProto *v = keep(b, malloc(sizeof *v));
+  onnx__value_info_proto__init(v);
+  v->name = kstr(b, name);
+  Onnx__TypeProto *tp = keep(b, malloc(sizeof *tp));
+  onnx__type_proto__init(tp);
+  Onnx__TypeProto__Tensor *tt = keep(b, malloc(sizeof *tt));
+  onnx__type_proto__tensor__init(tt);
+  tt->has_elem_type = 1;
+  tt->elem_type = 1;
+  Onnx__TensorShapeProto *sp = keep(b, malloc(sizeof *sp));
+  onnx__tensor_shape_proto__init(sp);
+  sp->n_dim = (size_t)nd;
+  sp->dim = keep(b, malloc(sizeof(void *) * (size_t)(nd ? nd : 1)));
+  for (int i = 0; i < nd; i++) {
+    Onnx__TensorShapeProto__Dimension *dm = keep(b, malloc(sizeof *dm));
+    onnx__tensor_shape_proto__dimension__init(dm);
+    if (sym && i == 0) {
+      dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+      dm->dim_param = kstr(b, sym);
+    } else {
+      dm->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      dm->dim_value = dims[i];
+    }
+    sp->dim[i] = dm;
+  }
+  tt->shape = sp;
+  tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  tp->tensor_type = tt;
+  v->type = tp;
+  return v;
+}
+
+static char *write_model(mb *b, const char *file, int opset, size_t truncate) {
+  static char path[512];
+  snprintf(path, sizeof path, "/tmp/temper_onnx_%d_%s", (int)getpid(), file);
+  Onnx__GraphProto g;
+  onnx__graph_proto__init(&g);
+  g.name = "test";
+  g.n_node = (size_t)b->n_nodes;
+  g.node = b->nodes;
+  g.n_initializer = (size_t)b->n_inits;
+  g.initializer = b->inits;
+  g.n_input = (size_t)b->n_ins;
+  g.input = b->ins;
+  g.n_output = (size_t)b->n_outs;
+  g.output = b->outs;
+  Onnx__OperatorSetIdProto os;
+  onnx__operator_set_id_proto__init(&os);
+  os.domain = "";
+  os.has_version = 1;
+  os.version = opset;
+  Onnx__OperatorSetIdProto *osp = &os;
+  Onnx__ModelProto m;
+  onnx__model_proto__init(&m);
+  m.has_ir_version = 1;
+  m.ir_version = 8;
+  m.n_opset_import = 1;
+  m.opset_import = &osp;
+  m.graph = &g;
+  size_t n = onnx__model_proto__get_packed_size(&m);
+  uint8_t *buf = malloc(n);
+  onnx__model_proto__pack(&m, buf);
+  FILE *f = fopen(path, "wb");
+  fwrite(buf, 1, truncate ? truncate : n, f);
+  fclose(f);
+  free(buf);
+  return path;
+}
+
+static temper_engine *engine;
+
+/* import, then compile and run against the reference on seeded inputs */
+static void check_model(const char *path) {
+  temper_graph *g = NULL;
+  diag d = {0};
+  temper_status s = onnx_import(path, &g, &d);
+  if (s) fprintf(stderr, "%s\n", d.msg);
+  assert_int_equal(s, TEMPER_OK);
+  int np = g->main->n_params;
+  float *vals[8];
+  for (int i = 0; i < np; i++) {
+    node *p = g->main->params[i];
+    vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&p->ty.shape));
+    data_random_param(vals[i], &p->ty.shape, 40 + (uint64_t)i, 1, 0);
+  }
+  float **ref = NULL;
+  int n_ref = 0;
+  assert_int_equal(ref_eval_func(g->main, (const float *const *)vals, &ref, &n_ref, &d), TEMPER_OK);
+  node *params[8];
+  for (int i = 0; i < np; i++) params[i] = g->main->params[i];
+  assert_int_equal(pipeline_optimize(g, engine->target.vec, &d), TEMPER_OK);
+  exec *x = NULL;
+  s = exec_create(engine, g, 2, &x, &d);
+  if (s) fprintf(stderr, "%s\n", d.msg);
+  assert_int_equal(s, TEMPER_OK);
+  for (int i = 0; i < x->n_inputs; i++)
+    for (int k = 0; k < np; k++)
+      if (x->inputs[i] == params[k]) exec_set_input(x, i, vals[k]);
+  exec_run(x);
+  for (int o = 0; o < n_ref; o++) {
+    int64_t n = shape_numel(&x->output_shapes[o]);
+    double err = 0, scale = 1e-6;
+    for (int64_t i = 0; i < n; i++) {
+      double e = fabs((double)exec_output(x, o)[i] - ref[o][i]);
+      if (!(e <= err)) err = e;
+      if (fabs(ref[o][i]) > scale) scale = fabs(ref[o][i]);
+    }
+    if (!(err / scale < 1e-4)) fprintf(stderr, "%s output %d: relative error %g\n", path, o, err / scale);
+    assert_true(err / scale < 1e-4);
+    free(ref[o]);
+  }
+  free(ref);
+  exec_destroy(x);
+  for (int i = 0; i < np; i++) free(vals[i]);
+  temper_graph_destroy(g);
+  unlink(path);
+}
+
+static const int64_t X4[4] = {1, 3, 13, 11};
+
+static void test_classifier_ops(void **state) {
+  (void)state;
+  mb b = {0};
+  b.ins[b.n_ins++] = vinfo(&b, "data", 4, X4, NULL);
+  init(&b, "w", 4, (int64_t[]){8, 3, 3, 3}, 1, 0);
+  init(&b, "bias", 1, (int64_t[]){8}, 2, 0);
+  init(&b, "gamma", 1, (int64_t[]){8}, 3, 1);
+  init(&b, "beta", 1, (int64_t[]){8}, 4, 0);
+  init(&b, "mean", 1, (int64_t[]){8}, 5, 0);
+  init(&b, "var", 1, (int64_t[]){8}, 6, 1);
+  init(&b, "dw", 4, (int64_t[]){8, 1, 3, 3}, 7, 0);
+  init(&b, "fc", 2, (int64_t[]){10, 8}, 8, 0);
+  init(&b, "fcb", 1, (int64_t[]){10}, 9, 0);
+  init(&b, "mm", 2, (int64_t[]){10, 4}, 10, 0);
+  float lo = 0, hi = 6;
+  b.inits[b.n_inits++] = tensor(&b, "lo", 0, NULL, &lo, 0);
+  b.inits[b.n_inits++] = tensor(&b, "hi", 0, NULL, &hi, 1);
+  Onnx__NodeProto *n = nodev(&b, "Conv", "conv1", "data,w,bias", "c1");
+  attr_ints(&b, n, "pads", 4, (int64_t[]){1, 0, 2, 1});
+  attr_ints(&b, n, "strides", 2, (int64_t[]){1, 2});
+  n = nodev(&b, "BatchNormalization", "bn", "c1,gamma,beta,mean,var", "b1");
+  attr_float(&b, n, "epsilon", 1e-3f);
+  nodev(&b, "Clip", "relu6", "b1,lo,hi", "r1");
+  n = nodev(&b, "Conv", "dwconv", "r1,dw", "c2");
+  attr_int(&b, n, "group", 8);
+  attr_str(&b, n, "auto_pad", "SAME_UPPER");
+  nodev(&b, "Add", "res", "c2,r1", "a1");
+  nodev(&b, "Identity", "alias", "fcb", "fcb2");
+  n = nodev(&b, "AveragePool", "avg", "a1", "p1");
+  attr_ints(&b, n, "kernel_shape", 2, (int64_t[]){3, 2});
+  attr_ints(&b, n, "strides", 2, (int64_t[]){2, 2});
+  attr_ints(&b, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+  attr_int(&b, n, "ceil_mode", 1);
+  attr_int(&b, n, "count_include_pad", 1);
+  n = nodev(&b, "MaxPool", "max", "p1", "p2");
+  attr_ints(&b, n, "kernel_shape", 2, (int64_t[]){2, 2});
+  nodev(&b, "Sigmoid", "sig", "p2", "s1");
+  nodev(&b, "GlobalAveragePool", "gap", "s1", "g1");
+  nodev(&b, "Flatten", "flat", "g1", "f1");
+  n = nodev(&b, "Gemm", "fc", "f1,fc,fcb2", "y1");
+  attr_int(&b, n, "transB", 1);
+  attr_float(&b, n, "alpha", 0.5f);
+  attr_float(&b, n, "beta", 2.0f);
+  nodev(&b, "Dropout", "drop", "y1", "y2");
+  n = nodev(&b, "Softmax", "sm", "y2", "prob");
+  attr_int(&b, n, "axis", -1);
+  b.outs[b.n_outs++] = vinfo(&b, "prob", 2, (int64_t[]){1, 10}, NULL);
+  check_model(write_model(&b, "classifier.onnx", 13, 0));
+  mb_free(&b);
+}
+
+static void test_shape_ops(void **state) {
+  (void)state;
+  mb b = {0};
+  b.ins[b.n_ins++] = vinfo(&b, "x", 4, (int64_t[]){2, 4, 3, 2}, NULL);
+  b.ins[b.n_ins++] = vinfo(&b, "y", 4, (int64_t[]){2, 2, 3, 2}, NULL);
+  b.inits[b.n_inits++] = tensor_i64(&b, "shape", 2, (int64_t[]){0, -1});
+  init(&b, "mm", 2, (int64_t[]){36, 5}, 11, 0);
+  init(&b, "s", 1, (int64_t[]){2}, 12, 1);
+  nodev(&b, "Concat", "cat", "x,y", "c");
+  attr_int(&b, b.nodes[b.n_nodes - 1], "axis", 1);
+  nodev(&b, "Mul", "mul", "c,s", "m");   /* broadcasting along the last axis */
+  nodev(&b, "Sub", "sub", "m,y2", "d");
+  nodev(&b, "Reshape", "flat", "d,shape", "r");
+  nodev(&b, "MatMul", "mm", "r,mm", "z");
+  nodev(&b, "Div", "div", "z,s0", "q");
+  /* y2: y three times over; s0: a Constant */
+  Onnx__NodeProto *yy = nodev(&b, "Concat", "cat2", "y,y,y", "y2");
+  attr_int(&b, yy, "axis", 1);
+  Onnx__NodeProto *k = nodev(&b, "Constant", "two", "", "s0");
+  Onnx__AttributeProto *a = new_attr(&b, k, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
+  float two = 2;
+  a->t = tensor(&b, "two", 0, NULL, &two, 0);
+  /* order matters in ONNX: producers first */
+  Onnx__NodeProto *order[8] = {b.nodes[0], b.nodes[6], b.nodes[1], b.nodes[2], b.nodes[3], b.nodes[4], b.nodes[7], b.nodes[5]};
+  memcpy(b.nodes, order, sizeof order);
+  b.outs[b.n_outs++] = vinfo(&b, "q", 2, (int64_t[]){2, 5}, NULL);
+  check_model(write_model(&b, "shapes.onnx", 17, 0));
+  mb_free(&b);
+}
+
+static void import_fails(const char *path, const char *want) {
+  temper_graph *g = NULL;
+  diag d = {0};
+  temper_status s = onnx_import(path, &g, &d);
+  if (!s || !strstr(d.msg, want)) fprintf(stderr, "wanted '%s', got '%s'\n", want, s ? d.msg : "(success)");
+  assert_int_not_equal(s, TEMPER_OK);
+  assert_null(g);
+  assert_non_null(strstr(d.msg, want));
+  unlink(path);
+}
+
+static void one_conv(mb *b, const char *w_name) {
+  b->ins[b->n_ins++] = vinfo(b, "data", 4, X4, NULL);
+  init(b, "w", 4, (int64_t[]){4, 3, 3, 3}, 1, 0);
+  nodev(b, "Conv", "conv1", w_name[0] ? w_name : "data,w", "y");
+  b->outs[b->n_outs++] = vinfo(b, "y", 4, (int64_t[]){1, 4, 11, 9}, NULL);
+}
+
+static void test_errors(void **state) {
+  (void)state;
+  mb b = {0};
+  one_conv(&b, "");
+  write_model(&b, "t.onnx", 13, 0);
+  import_fails(write_model(&b, "trunc.onnx", 13, 40), "not a valid ONNX model (truncated or corrupt protobuf)");
+  import_fails(write_model(&b, "old.onnx", 9, 0), "opset 9 is not supported (temper reads opsets 11 to 17)");
+  mb_free(&b);
+  one_conv(&b, "data,w_missing");
+  import_fails(write_model(&b, "dangling.onnx", 13, 0),
+               "node 'conv1' (Conv): input 'w_missing' is not produced by any earlier node, initializer or graph input");
+  mb_free(&b);
+  one_conv(&b, "");
+  attr_float(&b, b.nodes[0], "group", 2.0f);
+  import_fails(write_model(&b, "attr.onnx", 13, 0), "node 'conv1' (Conv): attribute 'group' must be an int");
+  mb_free(&b);
+  one_conv(&b, "");
+  nodev(&b, "LSTM", "l1", "y", "z1");
+  nodev(&b, "Erf", "e1", "y", "z2");
+  nodev(&b, "LSTM", "l2", "y", "z3");
+  import_fails(write_model(&b, "unsup.onnx", 13, 0), "unsupported ONNX ops: LSTM (node 'l1', 'l2'), Erf (node 'e1')");
+  mb_free(&b);
+  b.ins[b.n_ins++] = vinfo(&b, "data", 4, X4, "batch");
+  nodev(&b, "Relu", "r", "data", "y");
+  b.outs[b.n_outs++] = vinfo(&b, "y", 4, X4, NULL);
+  import_fails(write_model(&b, "sym.onnx", 13, 0), "dimension 0 is symbolic ('batch'): temper needs static shapes");
+  mb_free(&b);
+  one_conv(&b, "data,w2");
+  init(&b, "w2", 4, (int64_t[]){4, 2, 3, 3}, 3, 0);   /* 2 input channels for a 3-channel input */
+  import_fails(write_model(&b, "shape.onnx", 13, 0), "node 'conv1' (Conv): nn.conv2d: input has 3 channels (3 per group), weight expects 2");
+  mb_free(&b);
+  import_fails("/nonexistent.onnx", "cannot open");
+}
+
+/* weights in a file beside the model */
+static void test_external_data(void **state) {
+  (void)state;
+  mb b = {0};
+  one_conv(&b, "");
+  Onnx__TensorProto *t = b.inits[0];
+  char bin[512];
+  snprintf(bin, sizeof bin, "/tmp/temper_onnx_%d_w.bin", (int)getpid());
+  FILE *f = fopen(bin, "wb");
+  fwrite("pad!", 1, 4, f);
+  fwrite(t->has_raw_data ? (void *)t->raw_data.data : (void *)t->float_data, 4, 108, f);
+  fclose(f);
+  t->has_raw_data = 0;
+  t->n_float_data = 0;
+  t->has_data_location = 1;
+  t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  t->n_external_data = 2;
+  t->external_data = keep(&b, malloc(sizeof(void *) * 2));
+  const char *kv[2][2] = {{"location", strrchr(bin, '/') + 1}, {"offset", "4"}};
+  for (int i = 0; i < 2; i++) {
+    Onnx__StringStringEntryProto *e = keep(&b, malloc(sizeof *e));
+    onnx__string_string_entry_proto__init(e);
+    e->key = kstr(&b, kv[i][0]);
+    e->value = kstr(&b, kv[i][1]);
+    t->external_data[i] = e;
+  }
+  check_model(write_model(&b, "ext.onnx", 13, 0));
+  unlink(bin);
+  import_fails(write_model(&b, "ext2.onnx", 13, 0), "cannot open its external data");
+  mb_free(&b);
+}
+
+/* ResNet-18 exported by PyTorch: temper's logits equal PyTorch's */
+static void test_resnet18_against_pytorch(void **state) {
+  (void)state;
+  char dir[256], cmd[1024];
+  snprintf(dir, sizeof dir, "/tmp/temper_onnx_models_%d", (int)getpid());
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/export_models.py %s resnet18 > /dev/null 2>&1", TEMPER_SOURCE_DIR, dir);
+  assert_int_equal(system(cmd), 0);
+  char path[512];
+  snprintf(path, sizeof path, "%s/resnet18.onnx", dir);
+  temper_graph *g = NULL;
+  diag d = {0};
+  assert_int_equal(onnx_import(path, &g, &d), TEMPER_OK);
+  shape_t xs, ys;
+  float *x = NULL, *want = NULL;
+  char err[256];
+  snprintf(path, sizeof path, "%s/resnet18.input.npy", dir);
+  assert_int_equal(npy_read(path, &xs, &x, err, sizeof err), TEMPER_OK);
+  snprintf(path, sizeof path, "%s/resnet18.output.npy", dir);
+  assert_int_equal(npy_read(path, &ys, &want, err, sizeof err), TEMPER_OK);
+  assert_int_equal(pipeline_optimize(g, engine->target.vec, &d), TEMPER_OK);
+  exec *ex = NULL;
+  assert_int_equal(exec_create(engine, g, 2, &ex, &d), TEMPER_OK);
+  exec_set_input(ex, 0, x);
+  exec_run(ex);
+  const float *got = exec_output(ex, 0);
+  double err_max = 0;
+  for (int i = 0; i < 1000; i++) err_max = fmax(err_max, fabs((double)got[i] - want[i]));
+  assert_true(err_max < 1e-3);
+  int top_got[5], top_want[5];
+  for (int k = 0; k < 5; k++) {   /* the same five classes, in the same order */
+    top_got[k] = top_want[k] = 0;
+    for (int i = 0; i < 1000; i++) {
+      int seen_g = 0, seen_w = 0;
+      for (int j = 0; j < k; j++) seen_g |= top_got[j] == i, seen_w |= top_want[j] == i;
+      if (!seen_g && (got[i] > got[top_got[k]] || top_got[k] == -1)) top_got[k] = i;
+      if (!seen_w && want[i] > want[top_want[k]]) top_want[k] = i;
+    }
+  }
+  assert_memory_equal(top_got, top_want, sizeof top_got);
+  exec_destroy(ex);
+  free(x);
+  free(want);
+  temper_graph_destroy(g);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static int setup(void **state) {
+  (void)state;
+  diag d = {0};
+  return engine_create(&engine, &d) == TEMPER_OK ? 0 : -1;
+}
+static int teardown(void **state) {
+  (void)state;
+  engine_destroy(engine);
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_classifier_ops), cmocka_unit_test(test_shape_ops),   cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_external_data),  cmocka_unit_test(test_resnet18_against_pytorch),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
