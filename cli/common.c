@@ -14,21 +14,10 @@ double cli_now(void) {
 }
 
 static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) { fprintf(stderr, "temper: %s: cannot open: %s\n", path, strerror(errno)); return NULL; }
-  size_t cap = 1 << 16, len = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t r = fread(buf + len, 1, cap - len - 1, f);
-    len += r;
-    if (len + 1 < cap) break;
-    char *nb = realloc(buf, cap *= 2);
-    if (!nb) { free(buf); buf = NULL; }
-    else buf = nb;
-  }
-  fclose(f);
-  if (!buf) { fprintf(stderr, "temper: %s: out of memory\n", path); return NULL; }
-  buf[len] = 0;
+  char err[512];
+  size_t len = 0;
+  char *buf = data_read_file(path, &len, err, sizeof err);
+  if (!buf) { fprintf(stderr, "temper: %s\n", err); return NULL; }
   if (strlen(buf) != len) {
     fprintf(stderr, "temper: %s: not a text model (contains NUL bytes)\n", path);
     free(buf);

@@ -272,6 +272,8 @@ void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input
 int data_name_positive(const char *name);
 uint64_t data_hash_name(const char *s);
 double data_checksum(const float *x, int64_t n);
+/* a whole file, NUL-terminated (malloc'd); NULL with a message in err */
+char *data_read_file(const char *path, size_t *len, char *err, size_t n);
 temper_status npy_read(const char *path, shape_t *shape, float **data, char *err, size_t n);
 temper_status npy_write(const char *path, const shape_t *shape, const float *data, char *err, size_t n);
 

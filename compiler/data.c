@@ -1,5 +1,8 @@
 /* data.c: PCG32 (O'Neill's pcg32_random_r) and seeded tensor data. */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "compiler_int.h"
 
@@ -56,4 +59,24 @@ double data_checksum(const float *x, int64_t n) {
 
 int data_name_positive(const char *name) {
   return strstr(name, "var") || strstr(name, "gamma") || strstr(name, "scale") || strstr(name, "std");
+}
+
+char *data_read_file(const char *path, size_t *len, char *err, size_t n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { snprintf(err, n, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+  size_t cap = 1 << 16, k = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    size_t r = fread(buf + k, 1, cap - k - 1, f);
+    k += r;
+    if (k + 1 < cap) break;
+    char *nb = realloc(buf, cap *= 2);
+    if (!nb) { free(buf); buf = NULL; }
+    else buf = nb;
+  }
+  fclose(f);
+  if (!buf) { snprintf(err, n, "%s: out of memory", path); return NULL; }
+  buf[k] = 0;
+  if (len) *len = k;
+  return buf;
 }

@@ -18,7 +18,8 @@ import torch
 import torchvision
 
 
-def export(name, out):
+def make_net(name):
+    """torchvision's model with a fixed seed and randomised batch-norm statistics"""
     torch.manual_seed(0)
     net = getattr(torchvision.models, name)(weights=None).eval()
     with torch.no_grad():
@@ -28,7 +29,16 @@ def export(name, out):
                 m.running_var.uniform_(0.5, 1.5)
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.1, 0.1)
-    x = torch.from_numpy(np.random.RandomState(0).uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32))
+    return net
+
+
+def make_input():
+    return torch.from_numpy(np.random.RandomState(0).uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32))
+
+
+def export(name, out):
+    net = make_net(name)
+    x = make_input()
     with torch.no_grad():
         y = net(x)
     path = os.path.join(out, name + ".onnx")

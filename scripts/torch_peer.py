@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """The PyTorch peer for bench/e2e.sh (run with Debian's /usr/bin/python3).
 
-Builds torchvision's resnet18 / resnet50 (weights=None, fixed seed, batch-norm
-statistics randomised so folding mistakes show), writes every parameter as
+Builds the same network as scripts/export_models.py (so the same weights as
+the ONNX file temper runs), writes every parameter as
 OUT/NAME.npy under the names temper's text models use
 (examples/resnet*.relay, from scripts/gen_resnet.py), a fixed input and
 PyTorch's softmaxed output, then times PyTorch eager and TorchScript frozen
@@ -15,9 +15,13 @@ import os
 import statistics
 import time
 
+import sys
+
 import numpy as np
 import torch
-import torchvision
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_models import make_input, make_net  # noqa: E402  the very same weights as the ONNX files
 
 
 def temper_name(name):
@@ -45,21 +49,13 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=30)
     a = ap.parse_args()
-    torch.manual_seed(0)
-    net = getattr(torchvision.models, a.model)(weights=None).eval()
-    with torch.no_grad():
-        for m in net.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.1, 0.1)
-                m.running_var.uniform_(0.5, 1.5)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.1, 0.1)
+    net = make_net(a.model)
     os.makedirs(a.out, exist_ok=True)
     for name, t in list(net.state_dict().items()):
         if name.endswith("num_batches_tracked"):
             continue
         np.save(os.path.join(a.out, temper_name(name) + ".npy"), t.detach().numpy().astype(np.float32))
-    x = torch.from_numpy(np.random.RandomState(0).uniform(-1, 1, (1, 3, 224, 224)).astype(np.float32))
+    x = make_input()
     np.save(os.path.join(a.out, "input.npy"), x.numpy())
     torch.set_num_threads(a.threads)
     with torch.no_grad():

@@ -50,4 +50,50 @@ static inline void parse_fails(const char *text, const char *want) {
   assert_non_null(strstr(err, want));
   free(err);
 }
+
+/* ---- a compile engine shared by a test executable (group setup/teardown) ---- */
+#ifdef TEMPER_ENGINE_H
+static temper_engine *engine;
+static inline int engine_setup(void **state) {
+  (void)state;
+  diag d = {0};
+  return engine_create(&engine, &d) == TEMPER_OK ? 0 : -1;
+}
+static inline int engine_teardown(void **state) {
+  (void)state;
+  engine_destroy(engine);
+  return 0;
+}
+#endif
+
+/* ---- running the temper command (CLI tests) ---- */
+#include <sys/wait.h>
+typedef struct result { int code; char *out; } result;
+
+/* runs a shell command in the source tree; code = exit status (128 + signal if killed) */
+static inline result sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline result sh(const char *fmt, ...) {
+  char cmd[8192], full[8400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  snprintf(full, sizeof full, "cd %s && %s 2>&1", TEMPER_SOURCE_DIR, cmd);
+  FILE *p = popen(full, "r");
+  result r = {0, calloc(1, 1 << 20)};
+  size_t n = fread(r.out, 1, (1 << 20) - 1, p);
+  r.out[n] = 0;
+  int st = pclose(p);
+  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+/* the command exited with `code` and said `want` (if given) */
+static inline void expect(result r, int code, const char *want) {
+  if (r.code != code || (want && !strstr(r.out, want)))
+    fprintf(stderr, "exit %d, output:\n%s\nwanted exit %d and '%s'\n", r.code, r.out, code, want ? want : "");
+  assert_int_equal(r.code, code);
+  if (want) assert_non_null(strstr(r.out, want));
+  free(r.out);
+}
 #endif

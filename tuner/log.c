@@ -310,22 +310,10 @@ static temper_status import_text(temper_db *db, const char *name, char *text, in
 }
 
 temper_status log_import(temper_db *db, const char *path, int skip_bad, log_result *res, diag *d) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return diag_fail(d, TEMPER_EIO, "%s: cannot open", path);
-  size_t cap = 1 << 16, len = 0;
-  char *text = malloc(cap);
-  for (;;) {
-    if (!text) break;
-    size_t r = fread(text + len, 1, cap - len - 1, f);
-    len += r;
-    if (len + 1 < cap) break;
-    char *nt = realloc(text, cap *= 2);
-    if (!nt) { free(text); text = NULL; }
-    else text = nt;
-  }
-  fclose(f);
-  if (!text) return diag_fail(d, TEMPER_ENOMEM, "%s: out of memory", path);
-  text[len] = 0;
+  char err[512];
+  size_t len = 0;
+  char *text = data_read_file(path, &len, err, sizeof err);
+  if (!text) return diag_fail(d, TEMPER_EIO, "%s", err);
   if (strlen(text) != len) {
     free(text);
     return diag_fail(d, TEMPER_EINVAL, "%s: not a text file (NUL bytes)", path);

@@ -5,25 +5,7 @@
 #include <unistd.h>
 #include "helpers.h"
 
-typedef struct result { int code; char *out; } result;
 
-/* runs a shell command; code = exit status (128+signal if killed) */
-static result sh(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char full[8400];
-  snprintf(full, sizeof full, "cd %s && %s 2>&1", TEMPER_SOURCE_DIR, cmd);
-  FILE *p = popen(full, "r");
-  result r = {0, calloc(1, 1 << 20)};
-  size_t n = fread(r.out, 1, (1 << 20) - 1, p);
-  r.out[n] = 0;
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
 
 static void test_examples_pass_check(void **state) {
   (void)state;

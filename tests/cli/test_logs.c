@@ -10,33 +10,9 @@
 
 static char dir[256];
 
-typedef struct result { int code; char *out; } result;
-static result sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static result sh(const char *fmt, ...) {
-  char cmd[8192], full[8400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  snprintf(full, sizeof full, "cd %s && %s 2>&1", TEMPER_SOURCE_DIR, cmd);
-  FILE *p = popen(full, "r");
-  result r = {0, calloc(1, 1 << 20)};
-  size_t n = fread(r.out, 1, (1 << 20) - 1, p);
-  r.out[n] = 0;
-  int st = pclose(p);
-  r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
 #define MODEL "tests/data/tiny_classifier.relay"
 #define T TEMPER_BINARY
 
-static void expect(result r, int code, const char *want) {
-  if (r.code != code || (want && !strstr(r.out, want)))
-    fprintf(stderr, "exit %d, output:\n%s\nwanted exit %d and '%s'\n", r.code, r.out, code, want ? want : "");
-  assert_int_equal(r.code, code);
-  if (want) assert_non_null(strstr(r.out, want));
-  free(r.out);
-}
 
 /* a database tuned with the fake runner: ok records and some timeouts */
 static measure_result fake(void *ctx, const tune_task *t, const sched_config *cfg, int64_t index) {

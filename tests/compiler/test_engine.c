@@ -6,18 +6,7 @@
 #include "helpers.h"
 #include "schedules.h"
 
-static temper_engine *engine;
 
-static int setup(void **state) {
-  (void)state;
-  diag d = {0};
-  return engine_create(&engine, &d) == TEMPER_OK ? 0 : -1;
-}
-static int teardown(void **state) {
-  (void)state;
-  engine_destroy(engine);
-  return 0;
-}
 
 /* Compiles `text` (all parameters but the first bound as weights), runs it
  * with `threads`, and compares every output with the reference interpreter. */
@@ -269,5 +258,5 @@ int main(void) {
       cmocka_unit_test(test_resnet_block_against_reference),
       cmocka_unit_test(test_loops_print),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }

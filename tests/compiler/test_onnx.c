@@ -203,7 +203,6 @@ static char *write_model(mb *b, const char *file, int opset, size_t truncate) {
   return path;
 }
 
-static temper_engine *engine;
 
 /* import, then compile and run against the reference on seeded inputs */
 static void check_model(const char *path) {
@@ -466,21 +465,11 @@ static void test_resnet18_against_pytorch(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
-static int setup(void **state) {
-  (void)state;
-  diag d = {0};
-  return engine_create(&engine, &d) == TEMPER_OK ? 0 : -1;
-}
-static int teardown(void **state) {
-  (void)state;
-  engine_destroy(engine);
-  return 0;
-}
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classifier_ops), cmocka_unit_test(test_shape_ops),   cmocka_unit_test(test_errors),
       cmocka_unit_test(test_external_data),  cmocka_unit_test(test_resnet18_against_pytorch),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }

@@ -9,7 +9,6 @@
 #include "helpers.h"
 #include "space.h"
 
-static temper_engine *engine;
 enum { CONFIGS_PER_SHAPE = 30 };
 
 typedef struct shape_case { const char *name; int C, H, W, K, R, S, sh, sw, pt, pl, pb, pr, dh, G; } shape_case;
@@ -195,19 +194,9 @@ static void test_space_round_trips(void **state) {
   assert_string_equal(k1, "conv2d_n1_c64_h56_w56_k64_r3s3_st1x1_p1x1x1x1_d1x1_g1_f32_nchw");
 }
 
-static int setup(void **state) {
-  (void)state;
-  diag d = {0};
-  return engine_create(&engine, &d) == TEMPER_OK ? 0 : -1;
-}
-static int teardown(void **state) {
-  (void)state;
-  engine_destroy(engine);
-  return 0;
-}
 
 int main(int argc, char **argv) {
   if (argc > 1) part = atoi(argv[1]);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_space_round_trips), cmocka_unit_test(test_random_configs_match_reference)};
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
