@@ -81,7 +81,16 @@ static int choose_from_db(void *ctx, const char *key, const struct task_space *s
  * count or the nearest measured; the fastest counting a layout transform */
 static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, const struct task_space *s, const conv_site *site,
                          struct sched_config *out) {
+  /* a layout transform moves a tensor twice at ~10 GB/s: one on the input when
+   * the config's input block differs from what the producer writes, and,
+   * likely, one on the output when its block differs from the default block
+   * the neighbours use */
   double t_transform = (double)site->in_floats * 8 / 10e9, best_cost = 0;
+  const conv_workload *w = &s->w;
+  double t_out = (double)(w->N * w->K * workload_out(w, 2) * workload_out(w, 3)) * 8 / 10e9;
+  sched_config def;
+  config_default(s, &def);
+  int64_t ob_def = def.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &def, "c_bn") : cfg_get(s, &def, "oc_bn");
   int found = 0;
   for (int k = 0; k < dc->n_targets[lv]; k++) {
     int64_t tid = dc->targets[lv][k];
@@ -103,7 +112,8 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
       if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) { c->unusable++; continue; }
       int ib = (int)(cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "ic_bn"));
       int free_read = site->in_block == 0 && cfg.tmpl != TMPL_DEPTHWISE;   /* NCHW is read as it is */
-      double cost = recs[i].median_s + (ib == site->in_block || free_read ? 0 : t_transform);
+      int64_t ob = cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "oc_bn");
+      double cost = recs[i].median_s + (ib == site->in_block || free_read ? 0 : t_transform) + (ob == ob_def ? 0 : t_out);
       if (!found || cost < best_cost) {
         found = 1;
         best_cost = cost;
@@ -262,7 +272,7 @@ int cmd_build(int argc, char **argv) {
       if (c->threads != threads)
         printf("    measured at %d thread%s; this build runs %d\n", c->threads, c->threads > 1 ? "s" : "", threads);
       if (c->fastest_s < c->median_s)
-        printf("    chosen over the fastest record (%.3f ms) to match its producer's layout\n", c->fastest_s * 1e3);
+        printf("    chosen over the fastest record (%.3f ms) to spare a layout transform\n", c->fastest_s * 1e3);
       est += c->median_s * c->count;
     } else {
       printf("%-66.66s %5d  default config (no record)\n", c->key, c->count);

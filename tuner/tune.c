@@ -189,12 +189,15 @@ static void progress(tuner *tu, int ti, int nt, const tune_task *t, int done, in
   double el = now_s() - t_start;
   double eta = done > 0 ? el / done * (budget - done) : 0;
   if (left_s >= 0 && eta > left_s) eta = left_s;
+  char trials[48];   /* a time-bound task has no trial budget to show */
+  if (budget >= 100000000) snprintf(trials, sizeof trials, "%d trials", done);
+  else snprintf(trials, sizeof trials, "%d/%d trials", done, budget);
   if (tu->o->tty)
-    fprintf(f, "\r[%d/%d] %-.58s %4d/%-4d best %6.1f GFLOP/s  errors %d  %3.0fs elapsed  ETA %3.0fs ", ti + 1, nt, t->key, done,
-            budget, best_s > 0 ? t->flops / best_s * 1e-9 : 0.0, errors, el, eta);
+    fprintf(f, "\r[%d/%d] %-.58s %-14s best %6.1f GFLOP/s  errors %d  %3.0fs elapsed  ETA %3.0fs ", ti + 1, nt, t->key, trials,
+            best_s > 0 ? t->flops / best_s * 1e-9 : 0.0, errors, el, eta);
   else
-    fprintf(f, "[%d/%d] %s: %d/%d trials, best %.1f GFLOP/s, errors %d, %.0fs elapsed, ETA %.0fs\n", ti + 1, nt, t->key, done,
-            budget, best_s > 0 ? t->flops / best_s * 1e-9 : 0.0, errors, el, eta);
+    fprintf(f, "[%d/%d] %s: %s, best %.1f GFLOP/s, errors %d, %.0fs elapsed, ETA %.0fs\n", ti + 1, nt, t->key, trials,
+            best_s > 0 ? t->flops / best_s * 1e-9 : 0.0, errors, el, eta);
   fflush(f);
 }
 
