@@ -17,7 +17,7 @@ static lexpr *clamp(lfunc *f, lexpr *v, int64_t hi) {
 }
 
 /* pooling: a reduction over the window into a scalar slot */
-static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c) {
+static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c, int lanes) {
   lfunc *f = p->f;
   const node *m = p->master;
   const shape_t *xs = &m->args[0]->ty.shape;
@@ -32,8 +32,8 @@ static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c) {
   int64_t dh = global ? 1 : a->v[ATTR_DILATION].i[0], dw = global ? 1 : a->v[ATTR_DILATION].i[1];
   int include_pad = !global && a->v[ATTR_COUNT_INCLUDE_PAD].i[0];
   int buf = epi_param_buf(p, m->args[0]);
-  int acc = lf_slot(f, 1), cnt = lf_slot(f, 1);
-  ls_add(f, body, ls_decl(f, acc, lx_flt(f, is_max ? -INFINITY : 0, 1)));
+  int acc = lf_slot(f, lanes), cnt = lf_slot(f, 1);
+  ls_add(f, body, ls_decl(f, acc, lx_flt(f, is_max ? -INFINITY : 0, lanes)));
   ls_add(f, body, ls_decl(f, cnt, lx_flt(f, 0, 1)));
   int vr = lf_var(f, "r"), vs = lf_var(f, "s");
   lstmt *lr = ls_add(f, body, ls_for(f, vr, lx_int(f, 0), lx_int(f, kh), LOOP_SERIAL));
@@ -44,7 +44,7 @@ static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c) {
   lexpr *plane = lx_add(f, lx_mul(f, c[0], lx_int(f, xs->d[1])), c[1]);
   lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, plane, lx_int(f, H)), clamp(f, ih, H)), lx_int(f, W)), clamp(f, iw, W));
   if (cb > 1) idx = lx_add(f, lx_mul(f, idx, lx_int(f, cb)), c[4]);
-  lexpr *x = lx_load(f, buf, idx, 1, 1, NULL);
+  lexpr *x = lx_load(f, buf, idx, lanes, 1, NULL);   /* lanes > 1: the channel block, contiguous */
   if (is_max) {
     ls_add(f, lsb, ls_set(f, acc, lx_select(f, ok, lx_bin(f, LO_FMAX, lx_slot(f, acc), x), lx_slot(f, acc))));
     return lx_slot(f, acc);
@@ -88,10 +88,34 @@ static lexpr *conv_value(prim *p, lstmt *body, lexpr *const *c) {
   return lx_slot(f, acc);
 }
 
+/* pooling in NCHW<cb>c: one vector of the cb channels per output position */
+static temper_status pool_blocked(prim *p, diag *d) {
+  lfunc *f = p->f;
+  const shape_t *os = &p->fn->body->ty.shape;
+  int64_t cb = os->d[4], outer = shape_numel(os) / cb;
+  int vo = lf_var(f, "nchw");
+  lstmt *lo = ls_add(f, f->body, ls_for(f, vo, lx_int(f, 0), lx_int(f, outer), LOOP_PARALLEL));
+  lexpr *c[5], *o = lx_var(f, vo);
+  for (int i = 3; i >= 0; i--) {
+    c[i] = i == 0 ? o : lx_bin(f, LO_MOD, o, lx_int(f, os->d[i]));
+    o = lx_bin(f, LO_DIV, o, lx_int(f, os->d[i]));
+  }
+  c[4] = lx_int(f, 0);
+  epi e = {.p = p, .lanes = (int)cb, .lane_axis = 4, .d = d};
+  e.master_val = pool_value(p, lo, c, (int)cb);
+  lexpr *v = epi_eval(&e, p->fn->body, c);
+  ls_add(f, lo, ls_store(f, p->out_buf, lx_mul(f, lx_var(f, vo), lx_int(f, cb)), v, 1, NULL));
+  return d->status;
+}
+
 temper_status sched_generic(prim *p, diag *d) {
   lfunc *f = p->f;
   const shape_t *os = &p->fn->body->ty.shape;
   int r = os->ndim;
+  const node *pm = p->master;
+  if (pm && (pm->op == OP_MAX_POOL2D || pm->op == OP_AVG_POOL2D || pm->op == OP_GLOBAL_AVG_POOL2D) && r == 5 &&
+      pm->ty.shape.ndim == 5 && shape_eq(&pm->ty.shape, os) && os->d[4] <= 64)
+    return pool_blocked(p, d);
   int64_t inner = r ? os->d[r - 1] : 1, outer = 1;
   for (int i = 0; i + 1 < r; i++) outer *= os->d[i];
   int vo = lf_var(f, "o"), vi = lf_var(f, "i");
@@ -110,7 +134,7 @@ temper_status sched_generic(prim *p, diag *d) {
     return diag_fail(d, TEMPER_EUNSUPPORTED, "conv2d in layout %s/%s needs a schedule attribute",
                      m->attrs->v[ATTR_DATA_LAYOUT].s, m->attrs->v[ATTR_KERNEL_LAYOUT].s);
   if (m && m->op == OP_CONV2D) e.master_val = conv_value(p, li, c);
-  else if (m && (m->op == OP_MAX_POOL2D || m->op == OP_AVG_POOL2D || m->op == OP_GLOBAL_AVG_POOL2D)) e.master_val = pool_value(p, li, c);
+  else if (m && (m->op == OP_MAX_POOL2D || m->op == OP_AVG_POOL2D || m->op == OP_GLOBAL_AVG_POOL2D)) e.master_val = pool_value(p, li, c, 1);
   else if (m) return diag_fail(d, TEMPER_EUNSUPPORTED, "no schedule for %s", ir_op_name(m));
   lexpr *v = epi_eval(&e, p->fn->body, c);
   lexpr *idx = lx_add(f, lx_mul(f, lx_var(f, vo), lx_int(f, inner)), lx_var(f, vi));
