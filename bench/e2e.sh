@@ -2,7 +2,9 @@
 # Whole-model latency, side by side in one run, on the very same weights:
 # torchvision's ResNets exported to ONNX (scripts/export_models.py), built by
 # temper untuned and tuned (from a tuning database), and PyTorch (eager and
-# TorchScript frozen with optimize_for_inference; Debian's python3-torch).
+# TorchScript frozen with optimize_for_inference; Debian's python3-torch), and
+# ONNX Runtime (npm's onnxruntime-node, all graph optimizations) when it is
+# installed in out/ort (see bench/ort_peer.js).
 # Checks temper's logits against PyTorch's. Medians of R runs in P processes.
 # usage: bench/e2e.sh [DB] [MODELS...]      (DB default out/tuning.db)
 set -euo pipefail
@@ -13,8 +15,9 @@ R=${R:-30}; P=${P:-3}
 models=out/models; work=out/e2e; mkdir -p "$work"
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 lat() { build/temper run "$@" --repeat "$R" | sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p'; }
-echo "| model | threads | temper untuned ms | temper tuned ms | PyTorch eager ms | PyTorch TorchScript ms | tuned / best PyTorch | untuned / tuned | max abs diff of logits vs PyTorch |"
-echo "|---|---|---|---|---|---|---|---|---|"
+ort=0; [ -d out/ort/node_modules/onnxruntime-node ] && command -v node > /dev/null && ort=1
+echo "| model | threads | temper untuned ms | temper tuned ms | PyTorch eager ms | PyTorch TorchScript ms | ONNX Runtime ms | tuned / best peer | untuned / tuned | max abs diff of logits vs PyTorch |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for m in "${MODELS[@]}"; do
   [ -f "$models/$m.onnx" ] || /usr/bin/python3 scripts/export_models.py "$models" "$m" > /dev/null
   dir=$work/$m; mkdir -p "$dir"
@@ -24,18 +27,21 @@ for m in "${MODELS[@]}"; do
   build/temper run "$dir/tuned.so" --input "data=$models/$m.input.npy" --save-output "$dir/out" --repeat 1 > /dev/null
   diff=$(/usr/bin/python3 -c "import numpy as n; a=n.load('$dir/out/output_0.npy'); b=n.load('$models/$m.output.npy'); print('%.2e' % abs(a-b).max())")
   for t in 1 2; do
-    u=(); tu=(); pe=(); pt=()
+    u=(); tu=(); pe=(); pt=(); po=()
     for ((p = 0; p < P; p++)); do
       u+=("$(lat "$dir/untuned.so" --threads $t)")
       tu+=("$(lat "$dir/tuned.so" --threads $t)")
       out=$(/usr/bin/python3 scripts/torch_peer.py "$m" "$dir/peer" --threads $t --repeat "$R")
       pe+=("$(echo "$out" | sed -n 's/^pytorch eager.*median \([0-9.]*\) ms/\1/p')")
       pt+=("$(echo "$out" | sed -n 's/^pytorch torchscript.*median \([0-9.]*\) ms/\1/p')")
+      if [ $ort = 1 ]; then
+        po+=("$(NODE_PATH=out/ort/node_modules node bench/ort_peer.js "$models/$m.onnx" "$models/$m.input.npy" $t "$R" | sed -n 's/.*median \([0-9.]*\) ms/\1/p')")
+      else po+=(0); fi
     done
     U=$(printf '%s\n' "${u[@]}" | median); TU=$(printf '%s\n' "${tu[@]}" | median)
-    PE=$(printf '%s\n' "${pe[@]}" | median); PT=$(printf '%s\n' "${pt[@]}" | median)
-    awk -v m="$m" -v t=$t -v u="$U" -v tu="$TU" -v pe="$PE" -v pt="$PT" -v d="$diff" 'BEGIN {
-      best = pe < pt ? pe : pt
-      printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |\n", m, t, u, tu, pe, pt, tu / best, u / tu, d }'
+    PE=$(printf '%s\n' "${pe[@]}" | median); PT=$(printf '%s\n' "${pt[@]}" | median); PO=$(printf '%s\n' "${po[@]}" | median)
+    awk -v m="$m" -v t=$t -v u="$U" -v tu="$TU" -v pe="$PE" -v pt="$PT" -v po="$PO" -v d="$diff" 'BEGIN {
+      best = pe < pt ? pe : pt; if (po > 0 && po < best) best = po
+      printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %s |\n", m, t, u, tu, pe, pt, po > 0 ? sprintf("%.2f", po) : "-", tu / best, u / tu, d }'
   done
 done

@@ -103,7 +103,9 @@ typedef enum attr_kind { AK_INT, AK_INT2, AK_PAD, AK_INTS, AK_FLOAT, AK_BOOL, AK
   X(OUT_DTYPE, "out_dtype", AK_STR)              \
   X(SRC_LAYOUT, "src_layout", AK_STR)            \
   X(DST_LAYOUT, "dst_layout", AK_STR)            \
-  X(SCHEDULE, "schedule", AK_STR)
+  X(SCHEDULE, "schedule", AK_STR)                \
+  X(PAD_WIDTH, "pad_width", AK_INTS)             \
+  X(PAD_VALUE, "pad_value", AK_FLOAT)
 
 typedef enum attr_id {
 #define X(id, name, kind) ATTR_##id,
@@ -146,7 +148,8 @@ typedef struct attrs { attr_val v[ATTR_COUNT]; } attrs_t;
   X(RESHAPE, "reshape", PAT_INJECTIVE, 1, 1, A(NEWSHAPE))                               \
   X(CONCATENATE, "concatenate", PAT_INJECTIVE, 1, 64, A(AXIS))                          \
   X(SOFTMAX, "nn.softmax", PAT_OPAQUE, 1, 1, A(AXIS))                                   \
-  X(LAYOUT_TRANSFORM, "layout_transform", PAT_INJECTIVE, 1, 1, A(SRC_LAYOUT) | A(DST_LAYOUT))
+  X(LAYOUT_TRANSFORM, "layout_transform", PAT_INJECTIVE, 1, 1, A(SRC_LAYOUT) | A(DST_LAYOUT)) \
+  X(PAD, "nn.pad", PAT_INJECTIVE, 1, 1, A(PAD_WIDTH) | A(PAD_VALUE))
 
 typedef enum op_id {
   OP_FUNCALL = -1,

@@ -506,13 +506,36 @@ static temper_status import_node(imp *m) {
     if (!o) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
     return tensor_value(m, a->t, o);
   }
-  if (!strcmp(op, "Pad")) return node_err(m, "Pad is recognised but not supported yet: pad inside the following Conv instead");
+  if (!strcmp(op, "Pad")) {
+    value *pads;
+    char mode[32];
+    TRY(input(m, 0, &x));
+    TRY(attr_str(m, "mode", "constant", mode, sizeof mode));
+    if (strcmp(mode, "constant")) return node_err(m, "mode '%s' is not supported (constant only)", mode);
+    TRY(ints_input(m, 1, &pads));
+    int nd = x->ty.shape.ndim;
+    if (pads->n_ints != 2 * nd || nd > 4) return node_err(m, "pads must hold 2 values per dimension (at most 4 dimensions)");
+    float value = 0;
+    if (n->n_input > 2 && n->input[2][0]) {
+      node *cv;
+      TRY(const_input(m, 2, &cv));
+      value = cv->data[0];
+    }
+    y = call(m, OP_PAD, 1, &x);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    attr_val *pw = &y->attrs->v[ATTR_PAD_WIDTH];   /* ONNX: all begins, then all ends */
+    pw->n = 2 * nd;
+    for (int i = 0; i < nd; i++) pw->i[2 * i] = pads->ints[i], pw->i[2 * i + 1] = pads->ints[nd + i];
+    y->attrs->v[ATTR_PAD_VALUE].f = value;
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
   return node_err(m, "unsupported op");
 }
 
 static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Sigmoid",
                                         "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
-                                        "Concat", "Softmax", "Dropout", "Constant", "Identity", NULL};
+                                        "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", NULL};
 
 static int is_supported(const char *op) {
   for (int i = 0; supported[i]; i++)

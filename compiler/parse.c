@@ -249,6 +249,14 @@ static temper_status parse_int_list(parser *ps, attr_val *v, const char *name) {
     return diag_error(ps->d, ps->t.loc, "attribute '%s' expects an integer or a list [a, b, ...]", name);
   TRY(next(ps));
   while (!is_punct(ps, "]")) {
+    if (is_punct(ps, "[")) {   /* nested lists flatten: pad_width=[[0, 0], [1, 1]] */
+      attr_val inner;
+      TRY(parse_int_list(ps, &inner, name));
+      if (v->n + inner.n > 8) return diag_error(ps->d, ps->t.loc, "list too long");
+      for (int i = 0; i < inner.n; i++) v->i[v->n++] = inner.i[i];
+      if (!is_punct(ps, "]")) TRY(expect(ps, ",", "between list items"));
+      continue;
+    }
     if (ps->t.k != T_INT) return diag_error(ps->d, ps->t.loc, "expected an integer in the list");
     if (v->n == 8) return diag_error(ps->d, ps->t.loc, "list too long");
     v->i[v->n++] = ps->t.ival;

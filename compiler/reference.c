@@ -320,6 +320,21 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
     ref_relayout(in[0], src, y, dst, axes, dims);
     break;
   }
+  case OP_PAD: {
+    const shape_t *xs = &n->args[0]->ty.shape;
+    const int64_t *pw = a->v[ATTR_PAD_WIDTH].i;
+    for (int64_t i = 0; i < total; i++) {
+      unravel(i, ys, coord);
+      int64_t idx = 0, inside = 1;
+      for (int k = 0; k < ys->ndim; k++) {
+        int64_t c = coord[k] - pw[2 * k];
+        inside &= c >= 0 && c < xs->d[k];
+        idx = idx * xs->d[k] + (c < 0 ? 0 : c >= xs->d[k] ? xs->d[k] - 1 : c);
+      }
+      y[i] = inside ? in[0][idx] : (float)a->v[ATTR_PAD_VALUE].f;
+    }
+    break;
+  }
   case OP_COUNT: case OP_FUNCALL: return diag_fail(d, TEMPER_EINTERNAL, "reference: bad op");
   }
   return TEMPER_OK;

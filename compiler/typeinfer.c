@@ -273,6 +273,19 @@ static temper_status infer_op(diag *d, node *n) {
     break;
   }
   case OP_LAYOUT_TRANSFORM: TRY(want_tensor(d, n, 0, -1)); TRY(infer_layout_transform(d, n, &o)); break;
+  case OP_PAD: {
+    TRY(want_tensor(d, n, 0, -1));
+    const attr_val *pw = &a->v[ATTR_PAD_WIDTH];
+    o = n->args[0]->ty.shape;
+    if (pw->n != 2 * o.ndim)
+      return diag_error(d, n->loc, "nn.pad: pad_width needs a (before, after) pair per dimension: %d values for %d dimensions", pw->n, o.ndim);
+    for (int i = 0; i < o.ndim; i++) {
+      if (pw->i[2 * i] < 0 || pw->i[2 * i + 1] < 0 || pw->i[2 * i] > 4096 || pw->i[2 * i + 1] > 4096)
+        return diag_error(d, n->loc, "nn.pad: pad widths must be between 0 and 4096");
+      o.d[i] += pw->i[2 * i] + pw->i[2 * i + 1];
+    }
+    break;
+  }
   case OP_COUNT: case OP_FUNCALL: break;
   }
   n->ty.kind = TY_TENSOR;

@@ -78,6 +78,17 @@ static lexpr *eval_injective(epi *e, const node *x, lexpr *const *coord) {
     }
     return val;
   }
+  case OP_PAD: {
+    const shape_t *xs = &x->args[0]->ty.shape;
+    const int64_t *pw = x->attrs->v[ATTR_PAD_WIDTH].i;
+    lexpr *ok = lx_int(f, 1);
+    for (int k = 0; k < xs->ndim; k++) {
+      lexpr *c = lx_bin(f, LO_SUB, coord[k], lx_int(f, pw[2 * k]));
+      ok = lx_bin(f, LO_AND, ok, lx_bin(f, LO_AND, lx_bin(f, LO_LE, lx_int(f, 0), c), lx_bin(f, LO_LT, c, lx_int(f, xs->d[k]))));
+      ic[k] = lx_bin(f, LO_MIN, lx_bin(f, LO_MAX, c, lx_int(f, 0)), lx_int(f, xs->d[k] - 1));
+    }
+    return lx_select(f, ok, epi_eval(e, x->args[0], ic), lx_flt(f, x->attrs->v[ATTR_PAD_VALUE].f, 1));
+  }
   case OP_LAYOUT_TRANSFORM: {   /* physical dst coord → primal → physical src coord */
     layout_t ls, ld;
     layout_parse(x->attrs->v[ATTR_SRC_LAYOUT].s, &ls);

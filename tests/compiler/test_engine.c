@@ -210,6 +210,7 @@ static const char *const op_cases[] = {
     "def @main(%x: Tensor[(1, 3, 4, 5), float32], %y: Tensor[(1, 2, 4, 5), float32]) {\n"
     "  %0 = nn.relu(%x);\n  concatenate((%0, %y, %x), axis=1)\n}",
     "def @main(%x: Tensor[(3, 17), float32]) { nn.softmax(%x) }",
+    "def @main(%x: Tensor[(1, 3, 5, 4), float32]) {\n  %0 = nn.relu(%x);\n  nn.pad(%0, pad_width=[[0, 0], [1, 0], [2, 1], [0, 3]], pad_value=0.5f)\n}",
     "def @main(%x: Tensor[(2, 5, 3, 3), float32]) { nn.softmax(%x, axis=1) }",
     /* several outputs */
     "def @main(%x: Tensor[(2, 5), float32]) {\n  %0 = nn.relu(%x);\n  %1 = sigmoid(%x);\n  (%0, %1)\n}",

@@ -332,6 +332,17 @@ static void test_shape_ops(void **state) {
   b.outs[b.n_outs++] = vinfo(&b, "q", 2, (int64_t[]){2, 5}, NULL);
   check_model(write_model(&b, "shapes.onnx", 17, 0));
   mb_free(&b);
+  /* Pad (constant) in front of a Conv, as TensorFlow exporters write it */
+  b.ins[b.n_ins++] = vinfo(&b, "x", 4, X4, NULL);
+  b.inits[b.n_inits++] = tensor_i64(&b, "pads", 8, (int64_t[]){0, 0, 1, 2, 0, 0, 2, 0});
+  float pv = 0.25f;
+  b.inits[b.n_inits++] = tensor(&b, "pv", 0, NULL, &pv, 0);
+  init(&b, "w", 4, (int64_t[]){5, 3, 3, 3}, 21, 0);
+  nodev(&b, "Pad", "pad", "x,pads,pv", "xp");
+  nodev(&b, "Conv", "conv", "xp,w", "y");
+  b.outs[b.n_outs++] = vinfo(&b, "y", 4, (int64_t[]){1, 5, 14, 11}, NULL);
+  check_model(write_model(&b, "pad.onnx", 13, 0));
+  mb_free(&b);
 }
 
 static void import_fails(const char *path, const char *want) {
