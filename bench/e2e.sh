@@ -42,6 +42,7 @@ for m in "${MODELS[@]}"; do
     PE=$(printf '%s\n' "${pe[@]}" | median); PT=$(printf '%s\n' "${pt[@]}" | median); PO=$(printf '%s\n' "${po[@]}" | median)
     awk -v m="$m" -v t=$t -v u="$U" -v tu="$TU" -v pe="$PE" -v pt="$PT" -v po="$PO" -v d="$diff" 'BEGIN {
       best = pe < pt ? pe : pt; if (po > 0 && po < best) best = po
-      printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %s |\n", m, t, u, tu, pe, pt, po > 0 ? sprintf("%.2f", po) : "-", tu / best, u / tu, d }'
+      ortcol = "-"; if (po > 0) ortcol = sprintf("%.2f", po)
+      printf "| %s | %d | %.2f | %.2f | %.2f | %.2f | %s | %.2f | %.2f | %s |\n", m, t, u, tu, pe, pt, ortcol, tu / best, u / tu, d }'
   done
 done
