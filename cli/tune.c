@@ -10,7 +10,7 @@
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: temper tune MODEL --db FILE [--trials N] [--minutes M] [--search random|grid|ga] [--seed S]\n"
+          "usage: temper tune MODEL --db FILE [--trials N] [--minutes M] [--search random|grid|ga|xgb] [--seed S]\n"
           "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS]\n"
           "                   [--task PATTERN] [--top-k K] [--params DIR]\n");
   return 2;
@@ -51,7 +51,8 @@ int cmd_tune(int argc, char **argv) {
       if (!strcmp(v, "random")) o.search = SEARCH_RANDOM;
       else if (!strcmp(v, "grid")) o.search = SEARCH_GRID;
       else if (!strcmp(v, "ga")) o.search = SEARCH_GA;
-      else { fprintf(stderr, "temper tune: --search expects random, grid or ga, got '%s'\n", v); return 2; }
+      else if (!strcmp(v, "xgb")) o.search = SEARCH_XGB;
+      else { fprintf(stderr, "temper tune: --search expects random, grid, ga or xgb, got '%s'\n", v); return 2; }
       i++;
     } else if (a[0] == '-') { fprintf(stderr, "temper tune: unknown option '%s'\n", a); return usage(); }
     else if (!model) model = a;

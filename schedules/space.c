@@ -42,6 +42,17 @@ void workload_key(const conv_workload *w, char *buf, size_t n) {
            (long long)w->pr, (long long)w->dh, (long long)w->dw, (long long)w->G);
 }
 
+int workload_from_key(const char *key, conv_workload *w) {
+  long long v[16];
+  int n = sscanf(key, "conv2d_n%lld_c%lld_h%lld_w%lld_k%lld_r%llds%lld_st%lldx%lld_p%lldx%lldx%lldx%lld_d%lldx%lld_g%lld_f32_nchw", &v[0],
+                 &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15]);
+  if (n != 16) return -1;
+  *w = (conv_workload){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]};
+  char back[256];
+  workload_key(w, back, sizeof back);
+  return strcmp(back, key) ? -1 : 0;
+}
+
 double workload_flops(const conv_workload *w) {
   return 2.0 * (double)w->N * (double)w->K * (double)workload_out(w, 2) * (double)workload_out(w, 3) *
          (double)(w->C / w->G) * (double)w->R * (double)w->S;

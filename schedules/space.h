@@ -68,6 +68,7 @@ typedef struct sched_config {
 /* The workload of a conv2d node (any layout); -1 if it is not one. */
 int workload_of(const node *conv, conv_workload *w);
 void workload_key(const conv_workload *w, char *buf, size_t n);
+int workload_from_key(const char *key, conv_workload *w);   /* the inverse; -1 if not a key */
 double workload_flops(const conv_workload *w);
 int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
 

@@ -3,9 +3,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cost_model.h"
 #include "search.h"
 
-const char *const search_names[3] = {"random", "grid", "ga"};
+const char *const search_names[4] = {"random", "grid", "ga", "xgb"};
 
 enum { GA_PARENTS = 8, GA_MIN_POP = 6, TRIES = 2000 };
 
@@ -19,6 +20,10 @@ void search_init(search *s, search_kind kind, const task_space *sp, uint64_t see
 void search_free(search *s) {
   free(s->seen);
   free(s->pop);
+  cm_destroy(s->model);
+  free(s->tx);
+  free(s->ty);
+  free(s->tgroups);
   memset(s, 0, sizeof *s);
 }
 
@@ -130,10 +135,120 @@ static int64_t propose_ga(search *s) {
   return propose_random(s);
 }
 
+void search_set_transfer(search *s, const float *x, const float *y, int n, const unsigned *groups, int n_groups) {
+  free(s->tx), free(s->ty), free(s->tgroups);
+  s->tx = malloc(sizeof(float) * (size_t)(n * CM_FEATURES + 1));
+  s->ty = malloc(sizeof(float) * (size_t)(n + 1));
+  s->tgroups = malloc(sizeof(unsigned) * (size_t)(n_groups + 1));
+  if (!s->tx || !s->ty || !s->tgroups) { s->tn = s->tng = 0; return; }
+  memcpy(s->tx, x, sizeof(float) * (size_t)(n * CM_FEATURES));
+  memcpy(s->ty, y, sizeof(float) * (size_t)n);
+  memcpy(s->tgroups, groups, sizeof(unsigned) * (size_t)n_groups);
+  s->tn = n;
+  s->tng = n_groups;
+}
+
+/* retrains on the task's measurements (one group) and the transfer rows */
+static int xgb_train(search *s) {
+  int n = s->n_pop + s->tn;
+  if (n < 4) return -1;
+  if (!s->model && !(s->model = cm_create())) return -1;
+  float *x = malloc(sizeof(float) * (size_t)n * CM_FEATURES), *y = malloc(sizeof(float) * (size_t)n);
+  unsigned *g = malloc(sizeof(unsigned) * (size_t)(s->tng + 1));
+  int rc = -1;
+  if (x && y && g) {
+    for (int i = 0; i < s->n_pop; i++) {
+      sched_config c;
+      space_config(s->sp, s->pop[i].index, &c);
+      cm_features(s->sp, &c, x + (size_t)i * CM_FEATURES);
+      y[i] = (float)-log(s->pop[i].cost);   /* log throughput, up to the workload's constant */
+    }
+    memcpy(x + (size_t)s->n_pop * CM_FEATURES, s->tx ? s->tx : x, sizeof(float) * (size_t)s->tn * CM_FEATURES);
+    memcpy(y + s->n_pop, s->ty ? s->ty : y, sizeof(float) * (size_t)s->tn);
+    int ng = 0;
+    if (s->n_pop) g[ng++] = (unsigned)s->n_pop;
+    for (int i = 0; i < s->tng; i++) g[ng++] = s->tgroups[i];
+    rc = cm_train(s->model, x, y, n, g, ng);
+  }
+  free(x), free(y), free(g);
+  return rc;
+}
+
+/* a random knob of c changed to a random candidate */
+static void mutate(search *s, sched_config *c) {
+  const tmpl_space *t = space_tmpl(s->sp, c->tmpl);
+  int k = (int)(pcg32_next(&s->rng) % (uint32_t)t->n_knobs);
+  c->v[k] = t->knobs[k].vals[pcg32_next(&s->rng) % (uint32_t)t->knobs[k].n];
+}
+
+enum { SA_CHAINS = 16, SA_STEPS = 60, XGB_EPSILON_PERCENT = 20 };
+
+/* simulated annealing over predicted scores: chains start at the fastest
+ * measured configs and random points; the best unmeasured configs seen are
+ * the batch, less a fraction of random picks */
+static int propose_xgb(search *s, int64_t *out, int n) {
+  if (xgb_train(s)) return 0;
+  sched_config cur[SA_CHAINS], nxt[SA_CHAINS];
+  float cur_score[SA_CHAINS], feats[SA_CHAINS * CM_FEATURES], score[SA_CHAINS];
+  for (int i = 0; i < SA_CHAINS; i++) {
+    int64_t idx = i < s->n_pop && i < SA_CHAINS / 2 ? s->pop[i].index : propose_random(s);
+    if (idx < 0) return 0;
+    space_config(s->sp, idx, &cur[i]);
+    cm_features(s->sp, &cur[i], feats + i * CM_FEATURES);
+  }
+  if (cm_predict(s->model, feats, SA_CHAINS, cur_score)) return 0;
+  int cap = 4 * n + SA_CHAINS, nb = 0;
+  scored *best = malloc(sizeof(scored) * (size_t)cap);   /* cost = -score: lower is better */
+  if (!best) return 0;
+  for (int step = 0; step < SA_STEPS; step++) {
+    double temp = 1.0 - 0.95 * step / SA_STEPS;
+    for (int i = 0; i < SA_CHAINS; i++) {
+      nxt[i] = cur[i];
+      do mutate(s, &nxt[i]);
+      while (!space_valid(s->sp, &nxt[i]) && pcg32_next(&s->rng) % 8);
+      cm_features(s->sp, &nxt[i], feats + i * CM_FEATURES);
+    }
+    if (cm_predict(s->model, feats, SA_CHAINS, score)) break;
+    for (int i = 0; i < SA_CHAINS; i++) {
+      int64_t idx = space_index(s->sp, &nxt[i]);
+      if (space_valid(s->sp, &nxt[i]) && !search_seen(s, idx)) {   /* a candidate for the batch */
+        int dup = 0;
+        for (int j = 0; j < nb; j++) dup |= best[j].index == idx;
+        if (!dup) {
+          if (nb < cap) best[nb++] = (scored){idx, -score[i]};
+          else {
+            int worst = 0;
+            for (int j = 1; j < nb; j++)
+              if (best[j].cost > best[worst].cost) worst = j;
+            if (-score[i] < best[worst].cost) best[worst] = (scored){idx, -score[i]};
+          }
+        }
+      }
+      if (score[i] > cur_score[i] || pcg32_float(&s->rng) < exp((score[i] - cur_score[i]) / temp))
+        cur[i] = nxt[i], cur_score[i] = score[i];
+    }
+  }
+  for (int i = 1; i < nb; i++)   /* best predicted first; ties by index, so runs repeat */
+    for (int j = i; j > 0 && (best[j - 1].cost > best[j].cost || (best[j - 1].cost == best[j].cost && best[j - 1].index > best[j].index)); j--) {
+      scored t = best[j];
+      best[j] = best[j - 1];
+      best[j - 1] = t;
+    }
+  int k = 0, want = n - n * XGB_EPSILON_PERCENT / 100;
+  for (int i = 0; i < nb && k < want; i++) {
+    if (search_seen(s, best[i].index)) continue;
+    search_mark(s, best[i].index);
+    out[k++] = best[i].index;
+  }
+  free(best);
+  return k;
+}
+
 int search_next(search *s, int64_t *out, int n) {
   int k = 0;
+  if (s->kind == SEARCH_XGB && !s->exhausted) k = propose_xgb(s, out, n);   /* the rest: random picks */
   while (k < n && !s->exhausted) {
-    int64_t idx = s->kind == SEARCH_GRID ? propose_grid(s) : s->kind == SEARCH_GA ? propose_ga(s) : propose_random(s);
+    int64_t idx = s->kind == SEARCH_GRID ? propose_grid(s) : s->kind == SEARCH_GA ? propose_ga(s) : propose_random(s);   /* xgb: epsilon */
     if (idx < 0) { s->exhausted = 1; break; }
     search_mark(s, idx);
     out[k++] = idx;

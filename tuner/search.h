@@ -6,8 +6,8 @@
 #define TEMPER_SEARCH_H
 #include "space.h"
 
-typedef enum search_kind { SEARCH_RANDOM, SEARCH_GRID, SEARCH_GA } search_kind;
-extern const char *const search_names[3];
+typedef enum search_kind { SEARCH_RANDOM, SEARCH_GRID, SEARCH_GA, SEARCH_XGB } search_kind;
+extern const char *const search_names[4];
 
 typedef struct scored { int64_t index; double cost; } scored;   /* cost: seconds, INFINITY for errors */
 
@@ -21,7 +21,15 @@ typedef struct search {
   scored *pop;              /* measured configs, fastest first (GA parents) */
   int n_pop, cap_pop;
   int exhausted;
+  struct cost_model *model;  /* SEARCH_XGB */
+  float *tx, *ty;            /* transfer rows: records of other workloads (features, log GFLOP/s) */
+  unsigned *tgroups;
+  int tn, tng;
 } search;
+
+/* SEARCH_XGB: rows learned from other workloads of the same template and
+ * target, used before (and with) the task's own measurements; copied */
+void search_set_transfer(search *s, const float *x, const float *y, int n, const unsigned *groups, int n_groups);
 
 void search_init(search *s, search_kind kind, const task_space *sp, uint64_t seed);
 void search_free(search *s);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "cost_model.h"
 #include "tune.h"
 
 enum { BATCH = 8 };
@@ -201,6 +202,49 @@ static void progress(tuner *tu, int ti, int nt, const tune_task *t, int done, in
   fflush(f);
 }
 
+/* ---- transfer: what the database knows of other workloads on this target ---- */
+typedef struct transfer {
+  const tune_task *t;
+  int64_t target_id;
+  int vec;
+  float *x, *y;
+  unsigned *groups;
+  int n, cap, ng;
+  char last_key[256];
+} transfer;
+
+static temper_status collect_transfer(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
+  (void)op, (void)desc, (void)flops;
+  transfer *tr = ctx;
+  if (r->target_id != tr->target_id || r->status != DB_OK || !strcmp(r->workload, tr->t->key) ||
+      tune_tmpl_version(r->tmpl) != r->tmpl_version || r->gflops <= 0)
+    return TEMPER_OK;
+  conv_workload w;
+  if (workload_from_key(r->workload, &w)) return TEMPER_OK;
+  task_space sp;
+  space_build(&w, tr->vec, &sp);
+  sched_config c;
+  char err[200];
+  if (config_parse(&sp, r->config, &c, err, sizeof err)) return TEMPER_OK;
+  if (tr->n == tr->cap) {
+    tr->cap = tr->cap ? tr->cap * 2 : 256;
+    float *nx = realloc(tr->x, sizeof(float) * (size_t)tr->cap * CM_FEATURES), *ny = realloc(tr->y, sizeof(float) * (size_t)tr->cap);
+    unsigned *ng = realloc(tr->groups, sizeof(unsigned) * (size_t)tr->cap);
+    if (nx) tr->x = nx;
+    if (ny) tr->y = ny;
+    if (ng) tr->groups = ng;
+    if (!nx || !ny || !ng) return TEMPER_ENOMEM;
+  }
+  cm_features(&sp, &c, tr->x + (size_t)tr->n * CM_FEATURES);
+  tr->y[tr->n++] = (float)log(r->gflops);
+  if (strcmp(tr->last_key, r->workload)) {   /* records come ordered by workload: one query group each */
+    str_copy(tr->last_key, sizeof tr->last_key, r->workload);
+    tr->groups[tr->ng++] = 0;
+  }
+  tr->groups[tr->ng - 1]++;
+  return TEMPER_OK;
+}
+
 /* tunes one task within `trials` new measurements and `time_s` seconds */
 static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt, double time_s, tune_task_result *res, diag *d) {
   const tune_opts *o = tu->o;
@@ -229,7 +273,15 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
     return diag_fail(d, s, "%s", db_errmsg(tu->db));
   }
   for (int i = 0; i < n_done; i++) search_mark(&sr, done_idx[i]);
+  if (o->search == SEARCH_XGB) {   /* start warm from other workloads' records */
+    transfer tr = {.t = t, .target_id = tu->target_id, .vec = t->space.vec};
+    if (!db_foreach(tu->db, 0, collect_transfer, &tr) && tr.n) search_set_transfer(&sr, tr.x, tr.y, tr.n, tr.groups, tr.ng);
+    res->transfer_rows = tr.n;
+    free(tr.x), free(tr.y), free(tr.groups);
+  }
+  int transfer_rows = res->transfer_rows;
   memset(res, 0, sizeof *res);
+  res->transfer_rows = transfer_rows;
   for (int i = 0; i < n_ok; i++) {
     search_update(&sr, oks[i].config_index, oks[i].median_s);
     if (!res->best_s || oks[i].median_s < res->best_s) {

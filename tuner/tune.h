@@ -35,6 +35,7 @@ typedef struct tune_opts {
 typedef struct tune_task_result {
   int new_trials, errors;
   double compile_s, measure_s;   /* builder and runner time spent on the task */
+  int transfer_rows;             /* xgb: records of other workloads it started from */
   double best_s, default_s;   /* per call, 0 if unknown */
   char best_config[512];
 } tune_task_result;

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "helpers.h"
+#include "cost_model.h"
 #include "tune.h"
 
 /* a synthetic landscape: fastest near ic_bn=16, oc_bn=32, ow_bn=7, oh_bn=2 */
@@ -267,8 +268,81 @@ static void test_concurrent_tuners(void **state) {
   temper_db_close(db);
 }
 
+/* the model learns a known ranking from synthetic rows */
+static void test_cost_model_ranks(void **state) {
+  (void)state;
+  enum { N = 400, M = 200 };
+  float *x = malloc(sizeof(float) * (N + M) * CM_FEATURES), y[N + M], p[M];
+  pcg32 r;
+  pcg32_seed(&r, 5, 1);
+  for (int i = 0; i < N + M; i++) {
+    for (int k = 0; k < CM_FEATURES; k++) x[i * CM_FEATURES + k] = pcg32_float(&r) * 4;
+    float *f = x + i * CM_FEATURES;
+    y[i] = 2 * f[1] - f[3] + 0.5f * f[8] * f[8];   /* the truth */
+  }
+  unsigned groups[4] = {100, 100, 100, 100};
+  cost_model *m = cm_create();
+  assert_false(cm_trained(m));
+  assert_int_not_equal(cm_predict(m, x, 1, p), 0);   /* untrained: refused */
+  assert_int_equal(cm_train(m, x, y, N, groups, 4), 0);
+  assert_int_equal(cm_predict(m, x + N * CM_FEATURES, M, p), 0);
+  int agree = 0, pairs = 0;   /* pairwise ranking accuracy on held-out rows */
+  for (int i = 0; i < M; i++)
+    for (int j = i + 1; j < M; j++) {
+      if (fabsf(y[N + i] - y[N + j]) < 0.5f) continue;
+      pairs++;
+      agree += (p[i] > p[j]) == (y[N + i] > y[N + j]);
+    }
+  assert_true(agree > 0.85 * pairs);
+  cm_destroy(m);
+  free(x);
+}
+
+typedef struct rec { int n; int64_t idx[256]; } rec;
+static void remember(void *ctx, const tune_task *t, const db_record *r) {
+  (void)t;
+  rec *q = ctx;
+  if (q->n < 256) q->idx[q->n++] = r->config_index;
+}
+
+/* xgb under the fake runner: no repeats (the fake asserts it), the same
+ * proposals under the same seed, warm starts from other workloads */
+static void test_xgb_search(void **state) {
+  (void)state;
+  rec runs[2] = {0};
+  for (int k = 0; k < 2; k++) {
+    tune_task t;
+    make_task(&t, 64, 56, 64);
+    temper_db *db = NULL;
+    char err[512];
+    assert_int_equal(temper_db_open(tmpdb("xgb"), &db, err, sizeof err), TEMPER_OK);
+    fake *f = calloc(1, sizeof *f);
+    tune_opts o = fake_opts(f, SEARCH_XGB, 17, 48);
+    o.on_record = remember;
+    o.on_record_ctx = &runs[k];
+    tune_task_result r;
+    diag d = {0};
+    assert_int_equal(tune_run(db, &t, 1, &o, "xgb", &r, &d), TEMPER_OK);
+    assert_int_equal(f->calls, 48);
+    assert_int_equal(r.transfer_rows, 0);
+    /* a second workload on the same database starts from the first one's records */
+    tune_task t2;
+    make_task(&t2, 128, 28, 128);
+    fake *f2 = calloc(1, sizeof *f2);
+    o = fake_opts(f2, SEARCH_XGB, 17, 8);
+    assert_int_equal(tune_run(db, &t2, 1, &o, "xgb2", &r, &d), TEMPER_OK);
+    assert_int_equal(r.transfer_rows, 48);
+    free(f);
+    free(f2);
+    temper_db_close(db);
+  }
+  assert_int_equal(runs[0].n, runs[1].n);
+  assert_memory_equal(runs[0].idx, runs[1].idx, sizeof(int64_t) * (size_t)runs[0].n);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_cost_model_ranks), cmocka_unit_test(test_xgb_search),
       cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
       cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_resume_with_fake),
       cmocka_unit_test(test_real_tune_records_and_errors), cmocka_unit_test(test_concurrent_tuners),
