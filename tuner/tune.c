@@ -245,10 +245,23 @@ static temper_status collect_transfer(void *ctx, const db_record *r, const char 
   return TEMPER_OK;
 }
 
-/* tunes one task within `trials` new measurements and `time_s` seconds */
-static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt, double time_s, tune_task_result *res, diag *d) {
+/* ---- one task's tuning: begin (resume, transfer), batches, end (top-k) ---- */
+typedef struct task_state {
+  const tune_task *t;
+  tune_task_result *res;
+  search sr;
+  int64_t def_idx;
+  int ti, nt;
+  double t0, c0, m0;
+  double hist[4];          /* best time after each of the last batches, for the scheduler */
+  int batches;
+} task_state;
+
+static temper_status task_begin(tuner *tu, const tune_task *t, int ti, int nt, tune_task_result *res, task_state *st, diag *d) {
   const tune_opts *o = tu->o;
   temper_status s;
+  memset(st, 0, sizeof *st);
+  st->t = t, st->res = res, st->ti = ti, st->nt = nt;
   char desc[512];
   const conv_workload *w = &t->w;
   snprintf(desc, sizeof desc,
@@ -259,8 +272,7 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
            (long long)w->dh, (long long)w->dw, (long long)w->G);
   int64_t wid;
   if ((s = db_workload_id(tu->db, t->key, "conv2d", desc, t->flops, &wid))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
-  search sr;
-  search_init(&sr, o->search, &t->space, o->seed ^ data_hash_name(t->key));
+  search_init(&st->sr, o->search, &t->space, o->seed ^ data_hash_name(t->key));
   /* resume: what the database already knows for this condition */
   int64_t *done_idx = NULL;
   int n_done = 0;
@@ -269,71 +281,84 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
   if ((s = db_measured(tu->db, t->key, tu->target_id, o->m.threads, &done_idx, &n_done)) ||
       (s = db_ok_records(tu->db, t->key, tu->target_id, o->m.threads, &oks, &n_ok))) {
     free(done_idx);
-    search_free(&sr);
     return diag_fail(d, s, "%s", db_errmsg(tu->db));
   }
-  for (int i = 0; i < n_done; i++) search_mark(&sr, done_idx[i]);
+  for (int i = 0; i < n_done; i++) search_mark(&st->sr, done_idx[i]);
+  memset(res, 0, sizeof *res);
   if (o->search == SEARCH_XGB) {   /* start warm from other workloads' records */
     transfer tr = {.t = t, .target_id = tu->target_id, .vec = t->space.vec};
-    if (!db_foreach(tu->db, 0, collect_transfer, &tr) && tr.n) search_set_transfer(&sr, tr.x, tr.y, tr.n, tr.groups, tr.ng);
+    if (!db_foreach(tu->db, 0, collect_transfer, &tr) && tr.n) search_set_transfer(&st->sr, tr.x, tr.y, tr.n, tr.groups, tr.ng);
     res->transfer_rows = tr.n;
     free(tr.x), free(tr.y), free(tr.groups);
   }
-  int transfer_rows = res->transfer_rows;
-  memset(res, 0, sizeof *res);
-  res->transfer_rows = transfer_rows;
   for (int i = 0; i < n_ok; i++) {
-    search_update(&sr, oks[i].config_index, oks[i].median_s);
+    search_update(&st->sr, oks[i].config_index, oks[i].median_s);
     if (!res->best_s || oks[i].median_s < res->best_s) {
       res->best_s = oks[i].median_s;
-      snprintf(res->best_config, sizeof res->best_config, "%s", oks[i].config);
+      str_copy(res->best_config, sizeof res->best_config, oks[i].config);
     }
   }
   sched_config def;
   config_default(&t->space, &def);
-  int64_t def_idx = space_index(&t->space, &def);
+  st->def_idx = space_index(&t->space, &def);
   for (int i = 0; i < n_ok; i++)
-    if (oks[i].config_index == def_idx && !oks[i].remeasure) res->default_s = oks[i].median_s;
+    if (oks[i].config_index == st->def_idx && !oks[i].remeasure) res->default_s = oks[i].median_s;
   free(oks);
   free(done_idx);
-  double t0 = now_s(), c0 = tu->t_compile, m0 = tu->t_measure;
-  int budget = o->trials;
-  while (res->new_trials < budget && !sr.exhausted) {
-    if (time_s >= 0 && now_s() - t0 >= time_s) break;
-    int64_t idx[BATCH];
-    int want = budget - res->new_trials < BATCH ? budget - res->new_trials : BATCH, n = 0;
-    if (!search_seen(&sr, def_idx)) {   /* the default config first: the baseline of the summary */
-      search_mark(&sr, def_idx);
-      idx[n++] = def_idx;
-    }
-    n += search_next(&sr, idx + n, want - n);
-    if (!n) break;
-    measure_result m[BATCH];
-    measure_batch(tu, t, idx, n, 1, m);
-    for (int i = 0; i < n; i++) {
-      sched_config c;
-      space_config(&t->space, idx[i], &c);
-      db_record r;
-      if ((s = record(tu, t, &c, idx[i], &m[i], 0, &r))) {
-        search_free(&sr);
-        return diag_fail(d, s, "%s", db_errmsg(tu->db));
-      }
-      res->new_trials++;
-      if (r.status != DB_OK) res->errors++;
-      if (o->on_record) o->on_record(o->on_record_ctx, t, &r);
-      search_update(&sr, idx[i], r.status == DB_OK ? r.median_s : INFINITY);
-      if (r.status == DB_OK && (!res->best_s || r.median_s < res->best_s)) {
-        res->best_s = r.median_s;
-        snprintf(res->best_config, sizeof res->best_config, "%s", r.config);
-      }
-      if (r.status == DB_OK && idx[i] == def_idx) res->default_s = r.median_s;
-    }
-    progress(tu, ti, nt, t, res->new_trials, budget, res->best_s, res->errors, t0, time_s >= 0 ? time_s - (now_s() - t0) : -1);
+  st->t0 = now_s(), st->c0 = tu->t_compile, st->m0 = tu->t_measure;
+  return TEMPER_OK;
+}
+
+/* one batch of at most `want` new configs; *n_done = how many (0: the space is spent) */
+static temper_status task_batch(tuner *tu, task_state *st, int want, int budget, double left_s, int *n_done, diag *d) {
+  const tune_opts *o = tu->o;
+  const tune_task *t = st->t;
+  tune_task_result *res = st->res;
+  int64_t idx[BATCH];
+  int n = 0;
+  *n_done = 0;
+  if (want > BATCH) want = BATCH;
+  if (!search_seen(&st->sr, st->def_idx)) {   /* the default config first: the baseline of the summary */
+    search_mark(&st->sr, st->def_idx);
+    idx[n++] = st->def_idx;
   }
-  search_free(&sr);
-  res->compile_s = tu->t_compile - c0;
-  res->measure_s = tu->t_measure - m0;
-  /* the fastest few again, with more rounds: a noisy fluke must not win */
+  n += search_next(&st->sr, idx + n, want - n);
+  if (!n) return TEMPER_OK;
+  measure_result m[BATCH];
+  measure_batch(tu, t, idx, n, 1, m);
+  for (int i = 0; i < n; i++) {
+    sched_config c;
+    space_config(&t->space, idx[i], &c);
+    db_record r;
+    temper_status s = record(tu, t, &c, idx[i], &m[i], 0, &r);
+    if (s) return diag_fail(d, s, "%s", db_errmsg(tu->db));
+    res->new_trials++;
+    if (r.status != DB_OK) res->errors++;
+    if (o->on_record) o->on_record(o->on_record_ctx, t, &r);
+    search_update(&st->sr, idx[i], r.status == DB_OK ? r.median_s : INFINITY);
+    if (r.status == DB_OK && (!res->best_s || r.median_s < res->best_s)) {
+      res->best_s = r.median_s;
+      str_copy(res->best_config, sizeof res->best_config, r.config);
+    }
+    if (r.status == DB_OK && idx[i] == st->def_idx) res->default_s = r.median_s;
+  }
+  *n_done = n;
+  memmove(st->hist, st->hist + 1, sizeof st->hist - sizeof st->hist[0]);
+  st->hist[3] = res->best_s;
+  st->batches++;
+  progress(tu, st->ti, st->nt, t, res->new_trials, budget, res->best_s, res->errors, st->t0, left_s);
+  return TEMPER_OK;
+}
+
+/* the fastest few again, with more rounds: a noisy fluke must not win */
+static temper_status task_end(tuner *tu, task_state *st, diag *d) {
+  const tune_opts *o = tu->o;
+  const tune_task *t = st->t;
+  tune_task_result *res = st->res;
+  temper_status s;
+  search_free(&st->sr);
+  res->compile_s = tu->t_compile - st->c0;
+  res->measure_s = tu->t_measure - st->m0;
   if (o->top_k > 0) {
     db_record *top = NULL;
     int n_top = 0;
@@ -357,12 +382,75 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
       db_record best;
       if (db_best(tu->db, t->key, tu->target_id, o->m.threads, &best)) {
         res->best_s = best.median_s;
-        snprintf(res->best_config, sizeof res->best_config, "%s", best.config);
+        str_copy(res->best_config, sizeof res->best_config, best.config);
       }
     }
   }
   if (o->log && o->tty) fprintf(o->log, "\n");
   return TEMPER_OK;
+}
+
+/* a task tuned on its own within `trials` new measurements */
+static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt, tune_task_result *res, diag *d) {
+  task_state st;
+  temper_status s = task_begin(tu, t, ti, nt, res, &st, d);
+  if (s) return s;
+  while (res->new_trials < tu->o->trials) {
+    int n;
+    if ((s = task_batch(tu, &st, tu->o->trials - res->new_trials, tu->o->trials, -1, &n, d)) || !n) break;
+  }
+  temper_status e = task_end(tu, &st, d);
+  return s ? s : e;
+}
+
+/* The expected gain of one more batch of a task, in model seconds, after
+ * Ansor's task scheduler: the task's weight (occurrences) times how fast its
+ * best time fell over its last batches, with an optimistic floor (5 % of its
+ * model time) so no task starves; a task not measured yet comes first. */
+double tune_task_priority(const tune_task *t, const double *hist, int batches, double best_s) {
+  if (!batches || best_s <= 0) return INFINITY;
+  int k = batches < 4 ? batches : 4;
+  double old = hist[4 - k] > 0 ? hist[4 - k] : best_s;
+  double rate = (old - best_s) / k;
+  double floor = 0.05 * best_s;
+  return t->count * (rate > floor ? rate : floor);
+}
+
+/* --minutes: the scheduler spends the budget a batch at a time where the
+ * expected gain in model latency is largest */
+static temper_status tune_scheduled(tuner *tu, tune_task *tasks, int n, tune_task_result *results, diag *d) {
+  const tune_opts *o = tu->o;
+  task_state *st = calloc((size_t)n + 1, sizeof *st);
+  char *live = calloc((size_t)n + 1, 1);
+  temper_status s = st && live ? TEMPER_OK : diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  int nt = 0;
+  for (int i = 0; i < n; i++) nt += matches(o, &tasks[i]);
+  for (int i = 0, k = 0; i < n && !s; i++)
+    if (matches(o, &tasks[i]) && !(s = task_begin(tu, &tasks[i], k++, nt, &results[i], &st[i], d))) live[i] = 1;
+  double end = now_s() + o->minutes * 60;
+  while (!s && now_s() < end) {
+    int pick = -1;
+    double best = -1;
+    for (int i = 0; i < n; i++) {
+      if (!live[i] || results[i].new_trials >= o->trials) continue;
+      double pr = tune_task_priority(&tasks[i], st[i].hist, st[i].batches, results[i].best_s);
+      if (pr > best || (pr == best && pick >= 0 && tasks[i].flops * tasks[i].count > tasks[pick].flops * tasks[pick].count))
+        best = pr, pick = i;
+    }
+    if (pick < 0) break;
+    int got;
+    if ((s = task_batch(tu, &st[pick], BATCH, o->trials, end - now_s(), &got, d))) break;
+    if (!got) live[pick] = 0;
+  }
+  for (int i = 0; i < n; i++)
+    if (matches(o, &tasks[i]) && st[i].t) {
+      if (o->log && o->tty) fprintf(o->log, "\n");
+      temper_status e = task_end(tu, &st[i], d);
+      if (!s) s = e;
+    }
+  free(st);
+  free(live);
+  return s;
 }
 
 temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,
@@ -385,22 +473,12 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
     char err[256];
     if (!s && !(tu.r = runner_start(o->runner_binary, err, sizeof err))) s = diag_fail(d, TEMPER_EIO, "%s", err);
   }
-  /* a wall-clock budget is shared by model time at stake (flops × count) */
-  double total_w = 0, t_start = now_s();
-  for (int i = 0; i < n; i++)
-    if (matches(o, &tasks[i])) total_w += tasks[i].flops * tasks[i].count;
-  int nt = 0;
-  for (int i = 0; i < n; i++) nt += matches(o, &tasks[i]);
-  for (int i = 0, k = 0; i < n && !s; i++) {
-    if (!matches(o, &tasks[i])) continue;
-    double share = -1;
-    if (o->minutes > 0) {
-      double left = o->minutes * 60 - (now_s() - t_start), wi = tasks[i].flops * tasks[i].count;
-      share = total_w > 0 ? left * wi / total_w : left;
-      total_w -= wi;
-      if (share < 0) share = 0;
-    }
-    s = tune_task_run(&tu, &tasks[i], k++, nt, share, &results[i], d);
+  if (!s && o->minutes > 0) s = tune_scheduled(&tu, tasks, n, results, d);
+  else {
+    int nt = 0;
+    for (int i = 0; i < n; i++) nt += matches(o, &tasks[i]);
+    for (int i = 0, k = 0; i < n && !s; i++)
+      if (matches(o, &tasks[i])) s = tune_task_run(&tu, &tasks[i], k++, nt, &results[i], d);
   }
   db_run_end(db, tu.run_id);
   if (o->log && !o->measure)

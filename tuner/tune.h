@@ -44,6 +44,8 @@ typedef struct tune_task_result {
  * measurement in db as it happens; results[i] for tasks[i]. */
 temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,
                        tune_task_result *results, diag *d);
+/* the scheduler's expected gain of another batch of task t (see tune.c) */
+double tune_task_priority(const tune_task *t, const double *hist, int batches, double best_s);
 /* the version in force of a template, by name (-1 unknown) */
 int tune_tmpl_version(const char *name);
 /* the machine as the database records it */

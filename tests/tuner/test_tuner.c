@@ -20,12 +20,13 @@ static double landscape(const task_space *sp, const sched_config *c) {
   return cost;
 }
 
-typedef struct fake { int calls; int64_t seen[4096]; } fake;
+typedef struct fake { int calls; int64_t seen[16384]; const tune_task *task[16384]; } fake;
 
 static measure_result fake_measure(void *ctx, const tune_task *t, const sched_config *cfg, int64_t index) {
   fake *f = ctx;
-  for (int i = 0; i < f->calls; i++) assert_true(f->seen[i] != index);   /* never twice */
-  f->seen[f->calls++] = index;
+  for (int i = 0; i < f->calls && i < 16384; i++) assert_true(f->seen[i] != index || f->task[i] != t);   /* never twice */
+  if (f->calls < 16384) f->seen[f->calls] = index, f->task[f->calls] = t;
+  f->calls++;
   measure_result m = {.status = DB_OK, .rounds = 3};
   for (int i = 0; i < 3; i++) m.times[i] = landscape(&t->space, cfg);
   return m;
@@ -340,8 +341,39 @@ static void test_xgb_search(void **state) {
   assert_memory_equal(runs[0].idx, runs[1].idx, sizeof(int64_t) * (size_t)runs[0].n);
 }
 
+/* the scheduler spends a time budget where the expected gain is larger */
+static void test_scheduler_favours_gain(void **state) {
+  (void)state;
+  tune_task a, b;
+  make_task(&a, 64, 56, 64);
+  make_task(&b, 128, 28, 128);
+  /* the priority: weight × improvement, with a floor; untried first */
+  double improving[4] = {4e-3, 3e-3, 2e-3, 1e-3}, flat[4] = {1e-3, 1e-3, 1e-3, 1e-3};
+  a.count = 1, b.count = 1;
+  assert_true(isinf(tune_task_priority(&a, improving, 0, 0)));
+  assert_true(tune_task_priority(&a, improving, 4, 1e-3) > tune_task_priority(&b, flat, 4, 1e-3));
+  a.count = 6;
+  assert_true(tune_task_priority(&a, flat, 4, 1e-3) > tune_task_priority(&b, flat, 4, 1e-3));
+  /* end to end under the fake runner: the heavier task gets more trials */
+  tune_task tasks[2] = {a, b};
+  temper_db *db = NULL;
+  char err[512];
+  assert_int_equal(temper_db_open(tmpdb("sched"), &db, err, sizeof err), TEMPER_OK);
+  fake *f = calloc(1, sizeof *f);
+  tune_opts o = fake_opts(f, SEARCH_RANDOM, 3, 1000000);
+  o.minutes = 0.01;
+  tune_task_result r[2];
+  diag d = {0};
+  assert_int_equal(tune_run(db, tasks, 2, &o, "sched", r, &d), TEMPER_OK);
+  assert_true(r[0].new_trials > 0 && r[1].new_trials > 0);
+  assert_true(r[0].new_trials > r[1].new_trials);
+  free(f);
+  temper_db_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_scheduler_favours_gain),
       cmocka_unit_test(test_cost_model_ranks), cmocka_unit_test(test_xgb_search),
       cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
       cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_resume_with_fake),
