@@ -1,8 +1,9 @@
 /* tune_curve.c: how fast the search finds good configs, and how many trials
  * per minute the tuner makes, on ResNet-50 layers. Real builds and
- * measurements through the runner; a fresh database per run.
+ * measurements through the runner; a fresh database per run. With --svg DIR
+ * it draws the best-so-far curve of every run, one SVG per layer.
  *
- * usage: bench/tune_curve [--trials N] [--seeds K] [--layer NAME]... */
+ * usage: bench/tune_curve [--trials N] [--seeds K] [--search random,ga,xgb] [--svg DIR] [--layer NAME]... */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,14 +29,20 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  int trials = 150, seeds = 3, n_only = 0;
-  const char *only[8];
+  int trials = 150, seeds = 3, n_only = 0, n_kinds = 0;
+  const char *only[8], *svg = NULL;
+  search_kind kinds[4];
+  const char *klist = "random,ga";
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--trials") && i + 1 < argc) trials = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) seeds = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--layer") && i + 1 < argc && n_only < 8) only[n_only++] = argv[++i];
-    else { fprintf(stderr, "usage: bench/tune_curve [--trials N] [--seeds K] [--layer NAME]...\n"); return 2; }
+    else if (!strcmp(argv[i], "--search") && i + 1 < argc) klist = argv[++i];
+    else if (!strcmp(argv[i], "--svg") && i + 1 < argc) svg = argv[++i];
+    else { fprintf(stderr, "usage: bench/tune_curve [--trials N] [--seeds K] [--search random,ga,xgb] [--svg DIR] [--layer NAME]...\n"); return 2; }
   }
+  for (int k = 0; k < 4; k++)
+    if (strstr(klist, search_names[k])) kinds[n_kinds++] = (search_kind)k;
   if (!n_only) only[n_only++] = "s2_3x3_64", only[n_only++] = "s3_1x1_128_512", only[n_only++] = "s4_3x3_256";
   char self[4096], runner[4200];
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -60,9 +67,9 @@ int main(int argc, char **argv) {
     space_build(&t.w, ct.vec, &t.space);
     t.count = 1;
     t.flops = workload_flops(&t.w);
-    curve runs[2][8];
-    double rate[2][8], comp[2][8], meas[2][8], overall = 0;
-    for (int k = 0; k < 2; k++)
+    static curve runs[4][8];
+    double rate[4][8], comp[4][8], meas[4][8], overall = 0;
+    for (int k = 0; k < n_kinds; k++)
       for (int s = 0; s < seeds && s < 8; s++) {
         char path[128];
         snprintf(path, sizeof path, "/tmp/temper_curve_%d.db", (int)getpid());
@@ -74,7 +81,7 @@ int main(int argc, char **argv) {
         if (temper_db_open(path, &db, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
         curve *c = &runs[k][s];
         memset(c, 0, sizeof *c);
-        tune_opts o = {.trials = trials, .search = k ? SEARCH_GA : SEARCH_RANDOM, .seed = 100 + (uint64_t)s, .build_jobs = 2,
+        tune_opts o = {.trials = trials, .search = kinds[k], .seed = 100 + (uint64_t)s, .build_jobs = 2,
                        .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10}, .runner_binary = runner,
                        .on_record = on_record, .on_record_ctx = c};
         tune_task_result r;
@@ -87,19 +94,55 @@ int main(int argc, char **argv) {
         remove(path);
         if (c->n && c->best[c->n - 1] > overall) overall = c->best[c->n - 1];
       }
-    for (int k = 0; k < 2; k++)
+    int to95_sum[4] = {0};
+    for (int k = 0; k < n_kinds; k++)
       for (int s = 0; s < seeds && s < 8; s++) {
         curve *c = &runs[k][s];
         int to95 = -1;
         for (int i = 0; i < c->n && to95 < 0; i++)
           if (c->best[i] >= 0.95 * overall) to95 = i + 1;
         int at[4] = {25, 50, 100, trials};
-        printf("| %s | %s | %d |", L->name, k ? "ga" : "random", s);
-        for (int j = 0; j < 4; j++) printf(" %.1f%s", at[j] <= c->n ? c->best[at[j] - 1] : 0.0, j < 3 ? " /" : "");
+        to95_sum[k] += to95 < 0 ? trials : to95;
+        printf("| %s | %s | %d |", L->name, search_names[kinds[k]], s);
+        for (int j = 0; j < 4; j++)
+          if (at[j] <= c->n) printf(" %.1f%s", c->best[at[j] - 1], j < 3 ? " /" : "");
+          else printf(" -%s", j < 3 ? " /" : "");
         printf(" | %d | %.0f | %.1f | %.1f |\n", to95, rate[k][s], comp[k][s], meas[k][s]);
         fflush(stdout);
       }
-    printf("| %s | best seen | | %.1f GFLOP/s | | | | |\n", L->name, overall);
+    printf("| %s | best seen | | %.1f GFLOP/s | mean to 95%%:", L->name, overall);
+    for (int k = 0; k < n_kinds; k++) printf(" %s %.1f", search_names[kinds[k]], (double)to95_sum[k] / seeds);
+    printf(" | | | |\n");
+    if (svg) {   /* best-so-far GFLOP/s against trials, every run */
+      char path[600];
+      snprintf(path, sizeof path, "%s/tune_curve_%s.svg", svg, L->name);
+      FILE *f = fopen(path, "w");
+      if (f) {
+        static const char *colors[4] = {"#d62728", "#7f7f7f", "#1f77b4", "#2ca02c"};
+        double lo = overall * 0.85;
+        fprintf(f, "<svg xmlns='http://www.w3.org/2000/svg' width='640' height='400' font-family='sans-serif' font-size='12'>\n"
+                   "<rect width='640' height='400' fill='white'/>\n<text x='320' y='20' text-anchor='middle'>%s: best GFLOP/s so far vs trials</text>\n"
+                   "<line x1='60' y1='360' x2='620' y2='360' stroke='black'/><line x1='60' y1='40' x2='60' y2='360' stroke='black'/>\n"
+                   "<text x='340' y='390' text-anchor='middle'>trials (0–%d)</text>\n<text x='10' y='45'>%.0f</text><text x='10' y='360'>%.0f</text>\n"
+                   "<line x1='60' y1='%.1f' x2='620' y2='%.1f' stroke='#bbbbbb' stroke-dasharray='4'/><text x='565' y='%.1f'>95%% best</text>\n",
+                L->name, trials, overall, lo, 360 - (0.95 * overall - lo) / (overall - lo) * 320, 360 - (0.95 * overall - lo) / (overall - lo) * 320,
+                355 - (0.95 * overall - lo) / (overall - lo) * 320);
+        for (int k = 0; k < n_kinds; k++) {
+          fprintf(f, "<text x='%d' y='60' fill='%s'>%s</text>\n", 80 + 70 * k, colors[kinds[k]], search_names[kinds[k]]);
+          for (int s2 = 0; s2 < seeds && s2 < 8; s2++) {
+            curve *c = &runs[k][s2];
+            fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='1.5' points='", colors[kinds[k]]);
+            for (int i = 0; i < c->n; i++) {
+              double v = c->best[i] < lo ? lo : c->best[i];
+              fprintf(f, "%.1f,%.1f ", 60 + 560.0 * (i + 1) / trials, 360 - (v - lo) / (overall - lo) * 320);
+            }
+            fprintf(f, "'/>\n");
+          }
+        }
+        fprintf(f, "</svg>\n");
+        fclose(f);
+      }
+    }
   }
   return 0;
 }
