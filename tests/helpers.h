@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "compiler_int.h"
 
 static inline char *read_text(const char *rel) {
@@ -94,6 +95,17 @@ static inline void expect(result r, int code, const char *want) {
     fprintf(stderr, "exit %d, output:\n%s\nwanted exit %d and '%s'\n", r.code, r.out, code, want ? want : "");
   assert_int_equal(r.code, code);
   if (want) assert_non_null(strstr(r.out, want));
+  free(r.out);
+}
+
+/* a fresh scratch directory /tmp/<prefix>_<pid>, made empty; scratch_remove deletes it */
+static inline void scratch_make(char *dir, size_t size, const char *prefix) {
+  snprintf(dir, size, "/tmp/%s_%d", prefix, (int)getpid());
+  result r = sh("rm -rf %s && mkdir -p %s", dir, dir);
+  free(r.out);
+}
+static inline void scratch_remove(const char *dir) {
+  result r = sh("rm -rf %s", dir);
   free(r.out);
 }
 #endif

@@ -15,15 +15,12 @@ static char dir[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/temper_build_%d", (int)getpid());
-  result r = sh("rm -rf %s && mkdir -p %s", dir, dir);
-  free(r.out);
+  scratch_make(dir, sizeof dir, "temper_build");
   return 0;
 }
 static int teardown(void **state) {
   (void)state;
-  result r = sh("rm -rf %s", dir);
-  free(r.out);
+  scratch_remove(dir);
   return 0;
 }
 

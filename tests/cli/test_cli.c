@@ -95,17 +95,14 @@ static void test_inputs_params_and_outputs(void **state) {
   r = sh("%s run examples/seed.relay --threads zero", TEMPER_BINARY);
   assert_int_equal(r.code, 2);
   free(r.out);
-  r = sh("rm -rf %s", dir);
-  free(r.out);
+  scratch_remove(dir);
 }
 
 /* an input read from .npy gives the same output as the same data generated */
 static void test_npy_round_trip(void **state) {
   (void)state;
   char dir[256];
-  snprintf(dir, sizeof dir, "/tmp/temper_npy_%d", (int)getpid());
-  result r = sh("mkdir -p %s", dir);
-  free(r.out);
+  scratch_make(dir, sizeof dir, "temper_npy");
   shape_t s = {4, {1, 10, 224, 224}};
   int64_t n = shape_numel(&s);
   float *x = malloc(sizeof(float) * (size_t)n);
@@ -125,8 +122,7 @@ static void test_npy_round_trip(void **state) {
   assert_string_equal(a.out, b.out);
   free(a.out);
   free(b.out);
-  r = sh("rm -rf %s", dir);
-  free(r.out);
+  scratch_remove(dir);
 }
 
 int main(void) {

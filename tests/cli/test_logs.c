@@ -46,15 +46,12 @@ static void fake_db(const char *name, uint64_t seed, int trials) {
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/temper_logs_%d", (int)getpid());
-  result r = sh("rm -rf %s && mkdir -p %s", dir, dir);
-  free(r.out);
+  scratch_make(dir, sizeof dir, "temper_logs");
   return 0;
 }
 static int teardown(void **state) {
   (void)state;
-  result r = sh("rm -rf %s", dir);
-  free(r.out);
+  scratch_remove(dir);
   return 0;
 }
 
