@@ -27,6 +27,17 @@ static temper_status fail(temper_db *db, const char *what) {
   return TEMPER_EDB;
 }
 
+/* room for one more row in a result array of `cap` rows holding n: grows it
+   geometrically from `first`; NULL when out of memory (the array is then
+   unchanged, and the caller frees it) */
+static void *row_room(void *arr, int *cap, int n, size_t elem, int first) {
+  if (n < *cap) return arr;
+  int nc = *cap ? *cap * 2 : first;
+  void *no = realloc(arr, elem * (size_t)nc);
+  if (no) *cap = nc;
+  return no;
+}
+
 static int exec(temper_db *db, const char *sql) { return sqlite3_exec(db->h, sql, NULL, NULL, NULL); }
 
 /* schema version 1 had no error text and no re-measure flag on records */
@@ -326,12 +337,9 @@ temper_status db_measured(temper_db *db, const char *workload, int64_t tid, int 
   if (!st) return fail(db, "preparing a query");
   int cap = 0, rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 64;
-      int64_t *no = realloc(*out, sizeof(int64_t) * (size_t)cap);
-      if (!no) { sqlite3_finalize(st); free(*out); *out = NULL; return TEMPER_ENOMEM; }
-      *out = no;
-    }
+    int64_t *no = row_room(*out, &cap, *n, sizeof **out, 64);
+    if (!no) { sqlite3_finalize(st); free(*out); *out = NULL; *n = 0; return TEMPER_ENOMEM; }
+    *out = no;
     (*out)[(*n)++] = sqlite3_column_int64(st, 0);
   }
   sqlite3_finalize(st);
@@ -375,12 +383,9 @@ temper_status db_ok_records(temper_db *db, const char *workload, int64_t tid, in
   if (!st) return fail(db, "preparing a query");
   int cap = 0, rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 64;
-      db_record *no = realloc(*out, sizeof(db_record) * (size_t)cap);
-      if (!no) { sqlite3_finalize(st); free(*out); *out = NULL; return TEMPER_ENOMEM; }
-      *out = no;
-    }
+    db_record *no = row_room(*out, &cap, *n, sizeof **out, 64);
+    if (!no) { sqlite3_finalize(st); free(*out); *out = NULL; *n = 0; return TEMPER_ENOMEM; }
+    *out = no;
     read_record(st, &(*out)[(*n)++]);
   }
   sqlite3_finalize(st);
@@ -457,12 +462,9 @@ temper_status db_threads_measured(temper_db *db, const char *workload, int64_t t
   sqlite3_bind_int64(st, 2, tid);
   int cap = 0, rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 8;
-      int *no = realloc(*out, sizeof(int) * (size_t)cap);
-      if (!no) { sqlite3_finalize(st); return TEMPER_ENOMEM; }
-      *out = no;
-    }
+    int *no = row_room(*out, &cap, *n, sizeof **out, 8);
+    if (!no) { sqlite3_finalize(st); free(*out); *out = NULL; *n = 0; return TEMPER_ENOMEM; }
+    *out = no;
     (*out)[(*n)++] = sqlite3_column_int(st, 0);
   }
   sqlite3_finalize(st);
@@ -504,12 +506,9 @@ temper_status db_targets(temper_db *db, db_target_row **out, int *n) {
     return fail(db, "preparing a query");
   int cap = 0, rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-    if (*n == cap) {
-      cap = cap ? cap * 2 : 8;
-      db_target_row *no = realloc(*out, sizeof(db_target_row) * (size_t)cap);
-      if (!no) { sqlite3_finalize(st); return TEMPER_ENOMEM; }
-      *out = no;
-    }
+    db_target_row *no = row_room(*out, &cap, *n, sizeof **out, 8);
+    if (!no) { sqlite3_finalize(st); free(*out); *out = NULL; *n = 0; return TEMPER_ENOMEM; }
+    *out = no;
     db_target_row *r = &(*out)[(*n)++];
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(st, 0);
