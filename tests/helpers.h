@@ -3,6 +3,7 @@
 #define TEMPER_TEST_HELPERS_H
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -91,11 +92,12 @@ static inline result sh(const char *fmt, ...) {
 
 /* the command exited with `code` and said `want` (if given) */
 static inline void expect(result r, int code, const char *want) {
-  if (r.code != code || (want && !strstr(r.out, want)))
+  bool said = !want || strstr(r.out, want);
+  if (r.code != code || !said)
     fprintf(stderr, "exit %d, output:\n%s\nwanted exit %d and '%s'\n", r.code, r.out, code, want ? want : "");
+  free(r.out); /* before the asserts, which jump out of the test */
   assert_int_equal(r.code, code);
-  if (want) assert_non_null(strstr(r.out, want));
-  free(r.out);
+  assert_true(said);
 }
 
 /* a fresh scratch directory /tmp/<prefix>_<pid>, made empty; scratch_remove deletes it */
