@@ -111,7 +111,7 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
       sched_config cfg;
       if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) { c->unusable++; continue; }
       int ib = (int)(cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "ic_bn"));
-      int free_read = site->in_block == 0 && cfg.tmpl != TMPL_DEPTHWISE;   /* NCHW is read as it is */
+      int free_read = site->in_block == 0 && cfg.tmpl != TMPL_DEPTHWISE && cfg.tmpl != TMPL_WINOGRAD;   /* NCHW is read as it is */
       int64_t ob = cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "oc_bn");
       double cost = recs[i].median_s + (ib == site->in_block || free_read ? 0 : t_transform) + (ob == ob_def ? 0 : t_out);
       if (!found || cost < best_cost) {

@@ -386,6 +386,11 @@ static void fn_allocas(cg *c, cgfn *F) {
   F->cse = calloc(CSE_SIZE, sizeof(cse_entry));
   if (!F->vars || !F->slots || !F->var_ver || !F->slot_ver || !F->cse) abort();   /* small; failing here means no memory at all */
   for (int i = 0; i < c->lf->n_vars; i++) F->vars[i] = LLVMBuildAlloca(c->b, c->i64, c->lf->var_names[i]);
+  for (int i = lf_n_args(c->lf); i < c->lf->n_bufs; i++) {   /* local buffers: this function's own */
+    LLVMValueRef a = LLVMBuildAlloca(c->b, LLVMArrayType2(c->f32, (uint64_t)c->lf->bufs[i].size), c->lf->bufs[i].name);
+    LLVMSetAlignment(a, 64);
+    F->bufs[i] = a;
+  }
   F->slot_set = c->slot_set;
   F->slot_val = calloc((size_t)c->lf->n_slots + 1, sizeof(LLVMValueRef));
   if (!F->slot_val) abort();
@@ -403,7 +408,7 @@ static void fn_free(cgfn *F) {
 }
 
 static void load_bufs(cg *c, cgfn *F, LLVMValueRef args) {
-  for (int i = 0; i < c->lf->n_bufs; i++) {
+  for (int i = 0; i < lf_n_args(c->lf); i++) {
     LLVMValueRef idx = LLVMConstInt(c->i64, (unsigned long long)i, 0);
     LLVMValueRef p = LLVMBuildGEP2(c->b, c->ptr, args, &idx, 1, "");
     F->bufs[i] = LLVMBuildLoad2(c->b, c->ptr, p, c->lf->bufs[i].name);

@@ -105,7 +105,8 @@ typedef enum attr_kind { AK_INT, AK_INT2, AK_PAD, AK_INTS, AK_FLOAT, AK_BOOL, AK
   X(DST_LAYOUT, "dst_layout", AK_STR)            \
   X(SCHEDULE, "schedule", AK_STR)                \
   X(PAD_WIDTH, "pad_width", AK_INTS)             \
-  X(PAD_VALUE, "pad_value", AK_FLOAT)
+  X(PAD_VALUE, "pad_value", AK_FLOAT)            \
+  X(TILE_SIZE, "tile_size", AK_INT)
 
 typedef enum attr_id {
 #define X(id, name, kind) ATTR_##id,
@@ -149,7 +150,9 @@ typedef struct attrs { attr_val v[ATTR_COUNT]; } attrs_t;
   X(CONCATENATE, "concatenate", PAT_INJECTIVE, 1, 64, A(AXIS))                          \
   X(SOFTMAX, "nn.softmax", PAT_OPAQUE, 1, 1, A(AXIS))                                   \
   X(LAYOUT_TRANSFORM, "layout_transform", PAT_INJECTIVE, 1, 1, A(SRC_LAYOUT) | A(DST_LAYOUT)) \
-  X(PAD, "nn.pad", PAT_INJECTIVE, 1, 1, A(PAD_WIDTH) | A(PAD_VALUE))
+  X(PAD, "nn.pad", PAT_INJECTIVE, 1, 1, A(PAD_WIDTH) | A(PAD_VALUE))                    \
+  X(CONV2D_WINOGRAD, "nn.contrib_conv2d_winograd_without_weight_transform", PAT_OUT_EWISE, 2, 2, CONV_ATTRS | A(TILE_SIZE)) \
+  X(WINOGRAD_WEIGHT, "nn.contrib_conv2d_winograd_weight_transform", PAT_OPAQUE, 1, 1, A(TILE_SIZE))
 
 typedef enum op_id {
   OP_FUNCALL = -1,
@@ -262,6 +265,21 @@ void ref_relayout(const float *src, const char *sl, float *dst, const char *dl, 
 /* Evaluates a function on input buffers; outputs malloc'd, one per result field. */
 temper_status ref_eval_func(const node *fn, const float *const *inputs, float ***outputs,
                             int *n_outputs, diag *d);
+
+/* ---- Winograd F(m×m, 3×3) (winograd.c) ----
+ * nn.contrib_conv2d_winograd_weight_transform(w[K, C, 3, 3], tile_size=m)
+ *   → U[alpha, alpha, C, K] ("HWIO"), alpha = m + 2, a compile-time constant;
+ * nn.contrib_conv2d_winograd_without_weight_transform(x, U, tile_size=m, ...)
+ *   is the 3×3, stride-1, dilation-1, groups-1 conv2d of x with the weights
+ *   whose transform U is, in U's kernel_layout ("HWIO" or "OHWI<ob>o"). */
+typedef struct wino_mats { int m, a; double AT[6][8], G[8][3], BT[8][8]; } wino_mats;
+int winograd_mats(int m, wino_mats *w);     /* m = 2, 4, 6; -1 otherwise */
+double winograd_tolerance(int m);           /* accepted relative error of a tile size */
+void winograd_weight(const float *w, int64_t K, int64_t C, int m, float *u);   /* OIHW → HWIO U */
+/* plain NCHW x and HWIO u → NCHW y, in double; -1 out of memory */
+int winograd_conv_ref(const float *x, const float *u, float *y, int64_t N, int64_t C, int64_t H, int64_t W, int64_t K,
+                      const int64_t *pad, int m);
+static inline int op_is_conv(int op) { return op == OP_CONV2D || op == OP_CONV2D_WINOGRAD; }
 
 /* ---- data helpers (data.c, npy.c) ---- */
 typedef struct pcg32 { uint64_t state, inc; } pcg32;

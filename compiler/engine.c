@@ -36,7 +36,7 @@ void engine_destroy(temper_engine *e) {
 double engine_flops(const node *m) {
   if (!m || m->kind != N_CALL) return 0;
   conv_workload w;
-  if (m->op == OP_CONV2D && !workload_of(m, &w)) return workload_flops(&w);
+  if (op_is_conv(m->op) && !workload_of(m, &w)) return workload_flops(&w);
   if (m->op == OP_DENSE) return 2.0 * (double)shape_numel(&m->ty.shape) * (double)m->args[0]->ty.shape.d[1];
   return (double)shape_numel(&m->ty.shape);
 }

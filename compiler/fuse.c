@@ -107,7 +107,7 @@ static void merge(fgraph *f, int a, int b) {
 /* t turns the blocked output of conv2d m back into NCHW: the conv's kernel
  * can store there directly, so the transform may end its group */
 static int unblocks(const node *m, const node *t) {
-  return m->op == OP_CONV2D && t->kind == N_CALL && t->op == OP_LAYOUT_TRANSFORM &&
+  return op_is_conv(m->op) && t->kind == N_CALL && t->op == OP_LAYOUT_TRANSFORM &&
          !strcmp(t->attrs->v[ATTR_DST_LAYOUT].s, "NCHW") && shape_eq(&t->args[0]->ty.shape, &m->ty.shape) &&
          m->attrs->v[ATTR_SCHEDULE].s[0];
 }

@@ -95,6 +95,33 @@ static node *reshape_blocked(temper_graph *g, node *v, int64_t C, int b) {
   return r;
 }
 
+/* conv2d(x, w) → contrib_conv2d_winograd_without_weight_transform(x in
+ * NCHW<ib>c, layout_transform(winograd_weight_transform(w), HWIO → OHWI<ob>o)),
+ * the weight side folding to one constant */
+static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, const task_space *sp, const sched_config *cfg) {
+  int ib = (int)cfg_get(sp, cfg, "ic_bn"), ob = (int)cfg_get(sp, cfg, "oc_bn");
+  node *x = to_block(g, a, args[0], ib);
+  node *u = ir_call(g, OP_WINOGRAD_WEIGHT, 1, &args[1], NULL);
+  if (!x || !u) return NULL;
+  u->attrs->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, "tile");
+  node *ut = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &u, NULL);
+  if (!ut) return NULL;
+  strcpy(ut->attrs->v[ATTR_SRC_LAYOUT].s, "HWIO");
+  snprintf(ut->attrs->v[ATTR_DST_LAYOUT].s, sizeof ut->attrs->v[0].s, "OHWI%do", ob);
+  node *nargs[2] = {x, ut};
+  node *c = ir_call(g, OP_CONV2D_WINOGRAD, 2, nargs, n->attrs);
+  if (!c) return NULL;
+  c->loc = n->loc;
+  attrs_t *at = c->attrs;
+  at->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, "tile");
+  layout_name(at->v[ATTR_DATA_LAYOUT].s, sizeof at->v[0].s, "NCHW", ib, 'c');
+  snprintf(at->v[ATTR_KERNEL_LAYOUT].s, sizeof at->v[0].s, "OHWI%do", ob);
+  layout_name(at->v[ATTR_OUT_LAYOUT].s, sizeof at->v[0].s, "NCHW", ob, 'c');
+  at->v[ATTR_CHANNELS].i[0] = sp->w.K;
+  config_short(sp, cfg, at->v[ATTR_SCHEDULE].s, sizeof at->v[0].s);
+  return set_blk(a, c, ob) ? NULL : c;
+}
+
 static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   conv_workload w;
   workload_of(n, &w);
@@ -113,6 +140,9 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
     }
   }
   if (!chosen) config_default(&sp, &cfg);
+  /* the Winograd weight transform is made at compile time: constant weights only */
+  if (cfg.tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default(&sp, &cfg);
+  if (cfg.tmpl == TMPL_WINOGRAD) return alter_winograd(g, a, n, args, &sp, &cfg);
   int ib, ob, ki;
   if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, "c_bn"), ki = 1;
   else ib = ki = (int)cfg_get(&sp, &cfg, "ic_bn"), ob = (int)cfg_get(&sp, &cfg, "oc_bn");

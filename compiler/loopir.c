@@ -21,8 +21,20 @@ void lf_free(lfunc *f) {
 
 int lf_buf(lfunc *f, const char *name, int64_t size) {
   if (f->n_bufs == (int)(sizeof f->bufs / sizeof f->bufs[0])) { f->a.failed = 1; return 0; }
-  f->bufs[f->n_bufs] = (lbuf){arena_strdup(&f->a, name), size};
+  f->bufs[f->n_bufs] = (lbuf){arena_strdup(&f->a, name), size, 0};
   return f->n_bufs++;
+}
+
+int lf_local(lfunc *f, const char *name, int64_t size) {
+  int b = lf_buf(f, name, size);
+  if (!f->a.failed) f->bufs[b].local = 1;
+  return b;
+}
+
+int lf_n_args(const lfunc *f) {
+  int n = 0;
+  while (n < f->n_bufs && !f->bufs[n].local) n++;
+  return n;
 }
 
 int lf_var(lfunc *f, const char *name) {
@@ -369,9 +381,11 @@ static void ps(pbuf *b, const lfunc *f, const lstmt *s, int ind) {
 char *lf_print(const lfunc *f) {
   pbuf b = {0};
   pr(&b, "kernel %s(", f->name);
-  for (int i = 0; i < f->n_bufs; i++)
-    pr(&b, "%s%s%s[%lld]", i ? ", " : "", i == f->n_bufs - 1 ? "out " : "", f->bufs[i].name, (long long)f->bufs[i].size);
+  int na = lf_n_args(f);
+  for (int i = 0; i < na; i++)
+    pr(&b, "%s%s%s[%lld]", i ? ", " : "", i == na - 1 ? "out " : "", f->bufs[i].name, (long long)f->bufs[i].size);
   pr(&b, ")  /* vector width %d */\n", f->vec);
+  for (int i = na; i < f->n_bufs; i++) pr(&b, "  local %s[%lld]\n", f->bufs[i].name, (long long)f->bufs[i].size);
   ps(&b, f, f->body, 2);
   return b.s;
 }

@@ -55,14 +55,20 @@ struct lstmt {
   lexpr *cond;        /* LS_IF */
 };
 
-typedef struct lbuf { const char *name; int64_t size; } lbuf;
+/* A local buffer is scratch memory of the kernel, not an argument: each
+ * function of the kernel (the kernel itself and each outlined parallel body)
+ * gets its own copy on its stack, 64-byte aligned, uninitialised. Inside a
+ * parallel loop it is private to the thread running the chunk. Local
+ * buffers come after the arguments (inputs, then the output). */
+typedef struct lbuf { const char *name; int64_t size; int local; } lbuf;
+enum { LF_MAX_LOCAL_BYTES = 2 << 20 };   /* per function; pool threads get 16 MB stacks */
 
 enum { LF_MAX_VARS = 2048, LF_MAX_SLOTS = 16384 };
 
 typedef struct lfunc {
   arena a;
   const char *name;
-  int n_bufs;         /* inputs, then the output last */
+  int n_bufs;         /* inputs, the output, then local buffers */
   lbuf bufs[72];
   int n_vars;
   const char *var_names[LF_MAX_VARS];
@@ -77,6 +83,8 @@ typedef struct lfunc {
 lfunc *lf_new(const char *name, int vec);
 void lf_free(lfunc *f);
 int lf_buf(lfunc *f, const char *name, int64_t size);
+int lf_local(lfunc *f, const char *name, int64_t size);   /* after every lf_buf */
+int lf_n_args(const lfunc *f);                             /* buffers that are arguments */
 int lf_var(lfunc *f, const char *name);
 int lf_slot(lfunc *f, int lanes);
 

@@ -137,6 +137,33 @@ oom:
   return TEMPER_ENOMEM;
 }
 
+/* the Winograd conv2d: x and U to NCHW / HWIO, the algorithm in double, back */
+static temper_status ref_conv2d_winograd(const node *n, const float *x, const float *u, float *y) {
+  const attrs_t *a = n->attrs;
+  const char *dl = a->v[ATTR_DATA_LAYOUT].s, *kl = a->v[ATTR_KERNEL_LAYOUT].s;
+  const char *ol = a->v[ATTR_OUT_LAYOUT].s[0] ? a->v[ATTR_OUT_LAYOUT].s : dl;
+  const shape_t *xs = &n->args[0]->ty.shape;
+  int xb = layout_block(dl, 'c');
+  int64_t m = a->v[ATTR_TILE_SIZE].i[0], al = m + 2, K = a->v[ATTR_CHANNELS].i[0];
+  int64_t N = xs->d[0], C = xs->d[1] * (xb ? xb : 1), H = xs->d[2], W = xs->d[3];
+  const int64_t *pad = a->v[ATTR_PADDING].i;
+  int64_t OH = H + pad[0] + pad[2] - 2, OW = W + pad[1] + pad[3] - 2;
+  int64_t xd[4] = {N, C, H, W}, ud[4] = {al, al, C, K}, yd[4] = {N, K, OH, OW};
+  float *xp = malloc(sizeof(float) * (size_t)(N * C * H * W)), *up = malloc(sizeof(float) * (size_t)(al * al * C * K));
+  float *yp = malloc(sizeof(float) * (size_t)(N * K * OH * OW));
+  int rc = -1;
+  if (xp && up && yp) {
+    ref_relayout(x, dl, xp, "NCHW", "NCHW", xd);
+    ref_relayout(u, kl, up, "HWIO", "HWIO", ud);
+    rc = winograd_conv_ref(xp, up, yp, N, C, H, W, K, pad, (int)m);
+    if (!rc) ref_relayout(yp, "NCHW", y, ol, "NCHW", yd);
+  }
+  free(xp);
+  free(up);
+  free(yp);
+  return rc ? TEMPER_ENOMEM : TEMPER_OK;
+}
+
 static void pool_plain(const node *n, const float *x, float *y, int64_t NC, int64_t H, int64_t W, int64_t OH, int64_t OW) {
   const attrs_t *a = n->attrs;
   int is_max = n->op == OP_MAX_POOL2D, global = n->op == OP_GLOBAL_AVG_POOL2D;
@@ -220,6 +247,14 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
   case OP_CONV2D:
     if (ref_conv2d(n, in[0], in[1], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
     break;
+  case OP_CONV2D_WINOGRAD:
+    if (ref_conv2d_winograd(n, in[0], in[1], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+    break;
+  case OP_WINOGRAD_WEIGHT: {
+    const shape_t *ws = &n->args[0]->ty.shape;
+    winograd_weight(in[0], ws->d[0], ws->d[1], (int)a->v[ATTR_TILE_SIZE].i[0], y);
+    break;
+  }
   case OP_DENSE: {
     int64_t B = ys->d[0], U = ys->d[1], I = n->args[0]->ty.shape.d[1];
     for (int64_t b = 0; b < B; b++)

@@ -62,12 +62,17 @@ temper_pool *temper_pool_create(int n_threads) {
   pthread_cond_init(&p->wake, NULL);
   p->threads = calloc((size_t)p->n, sizeof(pthread_t));
   if (!p->threads) { free(p); return NULL; }
+  /* kernels keep scratch tiles on the stack (up to LF_MAX_LOCAL_BYTES per
+   * function): a fixed, generous stack rather than whatever the default is */
+  pthread_attr_t at;
+  int inited = pthread_attr_init(&at) == 0, have_attr = inited && pthread_attr_setstacksize(&at, 16u << 20) == 0;
   for (int i = 1; i < p->n; i++) {
     worker_arg *wa = malloc(sizeof *wa);
     if (!wa) { p->n = i; break; }
     *wa = (worker_arg){p, i};
-    if (pthread_create(&p->threads[i], NULL, worker, wa)) { free(wa); p->n = i; break; }
+    if (pthread_create(&p->threads[i], have_attr ? &at : NULL, worker, wa)) { free(wa); p->n = i; break; }
   }
+  if (inited) pthread_attr_destroy(&at);
   return p;
 }
 

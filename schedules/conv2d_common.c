@@ -27,7 +27,8 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   c->y_nchw = b->kind == N_CALL && b->op == OP_LAYOUT_TRANSFORM && !strcmp(b->attrs->v[ATTR_DST_LAYOUT].s, "NCHW");
   if (!c->ib || !c->ob || layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o') != c->ob ||
       (c->x_nchw && c->cfg.tmpl == TMPL_DEPTHWISE) ||
-      (layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i') != c->ib && c->cfg.tmpl != TMPL_DEPTHWISE))
+      (c->cfg.tmpl == TMPL_WINOGRAD) != (m->op == OP_CONV2D_WINOGRAD) || (c->x_nchw && c->cfg.tmpl == TMPL_WINOGRAD) ||
+      (layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i') != c->ib && c->cfg.tmpl != TMPL_DEPTHWISE && c->cfg.tmpl != TMPL_WINOGRAD))
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d: the layouts (%s, %s, %s) do not match the schedule %s", a->v[ATTR_DATA_LAYOUT].s,
                      a->v[ATTR_KERNEL_LAYOUT].s, a->v[ATTR_OUT_LAYOUT].s, a->v[ATTR_SCHEDULE].s);
   c->CB = c->w.C / c->ib;

@@ -246,10 +246,12 @@ temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out
   }
   p.out_buf = lf_buf(p.f, "out", shape_numel(&fn->body->ty.shape));
   const node *m = p.master;
-  const char *sched = m && m->op == OP_CONV2D ? m->attrs->v[ATTR_SCHEDULE].s : "";
+  const char *sched = m && op_is_conv(m->op) ? m->attrs->v[ATTR_SCHEDULE].s : "";
   if (!strncmp(sched, "conv2d_nchwc:", 13)) s = sched_conv2d_nchwc(&p, vec, d);
   else if (!strncmp(sched, "conv2d_1x1:", 11)) s = sched_conv2d_1x1(&p, vec, d);
   else if (!strncmp(sched, "conv2d_depthwise:", 17)) s = sched_conv2d_depthwise(&p, vec, d);
+  else if (!strncmp(sched, "conv2d_winograd:", 16)) s = sched_conv2d_winograd(&p, vec, d);
+  else if (m && m->op == OP_CONV2D_WINOGRAD) s = diag_error(d, m->loc, "%s needs a conv2d_winograd schedule", ir_op_name(m));
   else if (m && m->op == OP_DENSE) s = sched_dense(&p, vec, d);
   else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);
   else s = sched_generic(&p, d);

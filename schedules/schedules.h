@@ -43,6 +43,7 @@ void sched_strides(const shape_t *s, int64_t *st);
 temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d);
 temper_status sched_conv2d_1x1(prim *p, int vec, diag *d);
 temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d);
+temper_status sched_conv2d_winograd(prim *p, int vec, diag *d);
 temper_status sched_dense(prim *p, int vec, diag *d);
 temper_status sched_softmax(prim *p, diag *d);
 temper_status sched_generic(prim *p, diag *d);   /* elementwise, injective, pools, any conv2d */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "space.h"
+#include "loopir.h"
 
 const char *const tmpl_names[TMPL_COUNT] = {
 #define X(id, name, ver) name,
@@ -24,8 +25,15 @@ int64_t workload_out(const conv_workload *w, int axis) {
 }
 
 int workload_of(const node *n, conv_workload *w) {
-  if (n->kind != N_CALL || n->op != OP_CONV2D) return -1;
+  if (n->kind != N_CALL || !op_is_conv(n->op)) return -1;
   const attrs_t *a = n->attrs;
+  if (n->op == OP_CONV2D_WINOGRAD) {   /* 3×3, stride 1, dilation 1, one group; weights transformed */
+    const shape_t *x = &n->args[0]->ty.shape;
+    int xb = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c');
+    const int64_t *p = a->v[ATTR_PADDING].i;
+    *w = (conv_workload){x->d[0], x->d[1] * (xb ? xb : 1), x->d[2], x->d[3], a->v[ATTR_CHANNELS].i[0], 3, 3, 1, 1, p[0], p[1], p[2], p[3], 1, 1, 1};
+    return 0;
+  }
   const shape_t *x = &n->args[0]->ty.shape, *k = &n->args[1]->ty.shape;
   int xb = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c'), ob = layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o');
   int64_t C = x->d[1] * (xb ? xb : 1), K = ob ? a->v[ATTR_CHANNELS].i[0] : k->d[0];
@@ -125,6 +133,19 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
     choice(add_knob(t, "loop", KNOB_CHOICE), 2);    /* 0: oc-block outer (weights hot); 1: positions outer */
     finish(s, t);
   }
+  if (winograd_applies(w)) {
+    tmpl_space *t = &s->t[s->n_tmpl];
+    t->tmpl = TMPL_WINOGRAD;
+    knob *m = add_knob(t, "tile", KNOB_CHOICE);     /* the output tile m of F(m×m, 3×3) */
+    m->vals[m->n++] = 2, m->vals[m->n++] = 4, m->vals[m->n++] = 6;
+    divisors(add_knob(t, "ic_bn", KNOB_SPLIT), w->C, 64, 1);
+    channel_blocks(add_knob(t, "oc_bn", KNOB_SPLIT), w->K, vec);
+    tiles(add_knob(t, "t_bn", KNOB_SPLIT), winograd_tiles(w, 2));   /* tiles per register block */
+    choice(add_knob(t, "par", KNOB_CHOICE), 2);     /* 0: (n, tile block) in parallel; 1: (n, tile block, oc-block) */
+    choice(add_knob(t, "stage", KNOB_CHOICE), 2);   /* 0: output transform after each oc-block; 1: after all */
+    choice(add_knob(t, "unroll_c", KNOB_BOOL), 2);
+    finish(s, t);
+  }
   if (depthwise) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_DEPTHWISE;
@@ -204,9 +225,29 @@ int space_valid(const task_space *s, const sched_config *c) {
     int64_t cb = cfg_get(s, c, "c_bn");
     return (cb / lanes_of(cb, vec)) * cfg_get(s, c, "ow_bn") <= REG_BUDGET;
   }
+  case TMPL_WINOGRAD: {
+    int64_t ob = cfg_get(s, c, "oc_bn"), m = cfg_get(s, c, "tile"), tb = cfg_get(s, c, "t_bn");
+    if ((ob / lanes_of(ob, vec)) * tb > REG_BUDGET || tb > winograd_tiles(&s->w, m)) return 0;
+    if (cfg_get(s, c, "par") == 1 && cfg_get(s, c, "stage") == 1) return 0;   /* one oc-block per task: stage is moot */
+    return winograd_local_bytes(&s->w, c->v[0], c->v[1], ob, tb, c->v[4], c->v[5]) <= LF_MAX_LOCAL_BYTES;
+  }
   case TMPL_COUNT: break;
   }
   return 0;
+}
+
+int winograd_applies(const conv_workload *w) {
+  return w->R == 3 && w->S == 3 && w->sh == 1 && w->sw == 1 && w->dh == 1 && w->dw == 1 && w->G == 1;
+}
+
+int64_t winograd_tiles(const conv_workload *w, int64_t m) {
+  return ((workload_out(w, 2) + m - 1) / m) * ((workload_out(w, 3) + m - 1) / m);
+}
+
+int64_t winograd_local_bytes(const conv_workload *w, int64_t m, int64_t ib, int64_t ob, int64_t tb, int64_t par, int64_t stage) {
+  (void)ib;
+  int64_t a2 = (m + 2) * (m + 2);
+  return 4 * (a2 * w->C * tb + a2 * tb * ob * (par == 0 && stage ? w->K / ob : 1));
 }
 
 /* the candidate of knob `name` closest to `want` from below (or the smallest) */

@@ -30,7 +30,8 @@ typedef struct knob {
 #define CONV_TEMPLATES(X)             \
   X(NCHWC, "conv2d_nchwc", 1)         \
   X(1X1, "conv2d_1x1", 1)             \
-  X(DEPTHWISE, "conv2d_depthwise", 1)
+  X(DEPTHWISE, "conv2d_depthwise", 1)  \
+  X(WINOGRAD, "conv2d_winograd", 1)
 typedef enum conv_tmpl {
 #define X(id, name, ver) TMPL_##id,
   CONV_TEMPLATES(X)
@@ -71,6 +72,11 @@ void workload_key(const conv_workload *w, char *buf, size_t n);
 int workload_from_key(const char *key, conv_workload *w);   /* the inverse; -1 if not a key */
 double workload_flops(const conv_workload *w);
 int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
+/* Winograd: applies to 3×3, stride 1, dilation 1, one group; output tiles
+ * of m×m per image; stack bytes of a config's scratch tiles */
+int winograd_applies(const conv_workload *w);
+int64_t winograd_tiles(const conv_workload *w, int64_t m);
+int64_t winograd_local_bytes(const conv_workload *w, int64_t m, int64_t ib, int64_t ob, int64_t tb, int64_t par, int64_t stage);
 
 void space_build(const conv_workload *w, int vec, task_space *s);
 const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t);  /* NULL if not applicable */

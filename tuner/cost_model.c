@@ -15,7 +15,13 @@
  *   14     arithmetic intensity of the inner step: FMAs / loads
  *   15     log2 of the parallel chunks per thread (two threads)
  *   16     wasted work of the last partial column tile (fraction)
- *   17–21  log2 OW, log2 C, log2 K, R, stride                                */
+ *   17–21  log2 OW, log2 C, log2 K, R, stride
+ * For the Winograd template (3) the same slots hold its analogues: 3 t_bn
+ * (tiles per register block), 4 the tile m, 5 unroll_c, 6 stage, 7 par,
+ * 10 the weight bytes of a reduction step, 11 the transformed-input block
+ * (alpha²·C·t_bn floats) / 1 MiB, 12 one oc-block's transformed weights /
+ * 1 MiB, 13 log2 of the multiplications per output against direct (alpha²/m²
+ * of 9), 15 tasks per thread, 16 the wasted work of partial tiles.          */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +42,25 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   } else if (c->tmpl == TMPL_1X1) {
     ib = cfg_get(sp, c, "ic_bn"), ob = cfg_get(sp, c, "oc_bn"), cols = cfg_get(sp, c, "m_bn");
     unroll = cfg_get(sp, c, "unroll_ic"), order = cfg_get(sp, c, "loop");
+  } else if (c->tmpl == TMPL_WINOGRAD) {
+    ib = cfg_get(sp, c, "ic_bn"), ob = cfg_get(sp, c, "oc_bn"), cols = cfg_get(sp, c, "t_bn");
+    int64_t m = cfg_get(sp, c, "tile"), a2 = (m + 2) * (m + 2), TH = (OH + m - 1) / m, TW = (OW + m - 1) / m;
+    int64_t lanes = ob < vec ? ob : vec, nv = ob / lanes, acc = nv * cols;
+    par = cfg_get(sp, c, "par");
+    f[0] = (float)c->tmpl;
+    f[1] = lg((double)ib), f[2] = lg((double)ob), f[3] = lg((double)cols), f[4] = (float)m;
+    f[5] = (float)cfg_get(sp, c, "unroll_c"), f[6] = (float)cfg_get(sp, c, "stage"), f[7] = (float)par;
+    f[8] = (float)acc / 28.0f;
+    f[9] = (float)lanes / (float)vec;
+    f[10] = (float)(ib * ob * 4) / 49152.0f;
+    f[11] = (float)(a2 * w->C * cols * 4) / 1048576.0f;
+    f[12] = (float)(a2 * w->C * ob * 4) / 1048576.0f;
+    f[13] = lg((double)a2 / (double)(m * m) / 9.0);
+    f[14] = (float)acc / (float)(nv + cols);
+    f[15] = lg((double)(w->N * ((TH * TW + cols - 1) / cols) * (par ? w->K / ob : 1)) / 2.0);
+    f[16] = (float)(TH * m * TW * m - OH * OW) / (float)(OH * OW);
+    f[17] = lg((double)OW), f[18] = lg((double)w->C), f[19] = lg((double)w->K), f[20] = (float)w->R, f[21] = (float)w->sh;
+    return;
   } else {
     ib = ob = cfg_get(sp, c, "c_bn"), cols = cfg_get(sp, c, "ow_bn");
     unroll = cfg_get(sp, c, "unroll_kw"), par = cfg_get(sp, c, "par");
