@@ -3,8 +3,11 @@
  * temper's default config, the best of a random sweep of N valid configs,
  * oneDNN (format_tag::any, forward inference). Medians of timed rounds.
  *
- * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all]
- * (--all adds the ResNet-18-only layers) */
+ * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd]
+ * (--all adds the ResNet-18-only layers; --winograd: only the 3×3 stride-1
+ * layers, the best of N random direct and N random Winograd configs, each
+ * then improved by coordinate descent over the knobs, against oneDNN, in
+ * effective GFLOP/s: the direct FLOPs divided by the time) */
 #include <dnnl.h>
 #include <immintrin.h>
 #include <math.h>
@@ -192,8 +195,87 @@ static double time_dnnl(dnnl_engine_t eng, const bench_layer *L, int threads) {
   return t;
 }
 
+/* a random valid config of template t (its default when k == 0 and t is the task's default) */
+static void sample(const task_space *sp, conv_tmpl t, pcg32 *rng, sched_config *cfg) {
+  const tmpl_space *ts = space_tmpl(sp, t);
+  do space_config(sp, ts->offset + (int64_t)(pcg32_next(rng) % (uint32_t)ts->size), cfg);
+  while (!space_valid(sp, cfg));
+}
+
+/* one config timed at every thread count; the bests per thread count kept */
+typedef struct best_set { double t[2]; sched_config cfg[2]; } best_set;
+static int try_config(temper_engine *e, const bench_layer *L, const char *key, const sched_config *cfg, int n_thr, const int *thr,
+                      best_set *b) {
+  double t[2];
+  if (time_temper(e, L, key, cfg, n_thr, thr, t)) return -1;
+  for (int i = 0; i < n_thr; i++)
+    if (t[i] < b->t[i]) b->t[i] = t[i], b->cfg[i] = *cfg;
+  return 0;
+}
+
+/* coordinate descent from the best config at thread count i: every other
+ * candidate of each knob in turn, twice over */
+static int descend(temper_engine *e, const bench_layer *L, const char *key, const task_space *sp, int n_thr, const int *thr,
+                   best_set *b, int i) {
+  for (int round = 0; round < 2; round++) {
+    sched_config start = b->cfg[i];
+    const tmpl_space *ts = space_tmpl(sp, start.tmpl);
+    for (int k = 0; k < ts->n_knobs; k++)
+      for (int v = 0; v < ts->knobs[k].n; v++) {
+        sched_config c = b->cfg[i];
+        if (c.v[k] == ts->knobs[k].vals[v]) continue;
+        c.v[k] = ts->knobs[k].vals[v];
+        if (space_valid(sp, &c) && try_config(e, L, key, &c, n_thr, thr, b)) return -1;
+      }
+    if (!memcmp(&start, &b->cfg[i], sizeof start)) break;
+  }
+  return 0;
+}
+
+/* Winograd rows: every 3×3 stride-1 layer, best direct vs best Winograd vs oneDNN */
+static int winograd_rows(temper_engine *e, dnnl_engine_t eng, int sweep, uint64_t seed, const char *only, int all, int n_thr, const int *thr) {
+  printf("| layer | thr | best direct GFLOP/s | best Winograd eff. GFLOP/s | oneDNN GFLOP/s | direct/oneDNN | Winograd/oneDNN | Winograd/direct | best Winograd config |\n");
+  printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t li = 0; li < sizeof bench_layers / sizeof *bench_layers; li++) {
+    const bench_layer *L = &bench_layers[li];
+    if ((!all && !L->resnet50) || (only && strcmp(only, L->name)) || L->k != 3 || L->stride != 1) continue;
+    conv_workload w = {1, L->C, L->H, L->W, L->K, 3, 3, 1, 1, L->pad, L->pad, L->pad, L->pad, 1, 1, 1};
+    task_space sp;
+    space_build(&w, e->target.vec, &sp);
+    char key[256];
+    workload_key(&w, key, sizeof key);
+    double flops = workload_flops(&w), best[2][2], dn[2];
+    sched_config cfg, best_cfg[2];
+    pcg32 rng;
+    pcg32_seed(&rng, seed + li, 5);
+    for (int alg = 0; alg < 2; alg++) {   /* 0: direct (the default first), 1: Winograd */
+      best_set b = {{1e9, 1e9}, {{0}, {0}}};
+      for (int k = 0; k < sweep; k++) {
+        if (alg == 0 && k == 0) config_default(&sp, &cfg);
+        else sample(&sp, alg ? TMPL_WINOGRAD : TMPL_NCHWC, &rng, &cfg);
+        if (try_config(e, L, key, &cfg, n_thr, thr, &b)) return 1;
+      }
+      for (int i = 0; i < n_thr; i++)
+        if (descend(e, L, key, &sp, n_thr, thr, &b, i)) return 1;
+      for (int i = 0; i < n_thr; i++) {
+        best[alg][i] = b.t[i];
+        if (alg) best_cfg[i] = b.cfg[i];
+      }
+    }
+    for (int i = 0; i < n_thr; i++) dn[i] = time_dnnl(eng, L, thr[i]);
+    for (int i = 0; i < n_thr; i++) {
+      char sh[256];
+      config_short(&sp, &best_cfg[i], sh, sizeof sh);
+      printf("| %s | %d | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | `%s` |\n", L->name, thr[i], flops / best[0][i] * 1e-9,
+             flops / best[1][i] * 1e-9, flops / dn[i] * 1e-9, dn[i] / best[0][i], dn[i] / best[1][i], best[0][i] / best[1][i], sh);
+    }
+    fflush(stdout);
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int sweep = 30, all = 0, n_thr = 2, thr[2] = {1, 2};
+  int sweep = 30, all = 0, n_thr = 2, thr[2] = {1, 2}, wino = 0;
   uint64_t seed = 1;
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
@@ -202,7 +284,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--layer") && i + 1 < argc) only = argv[++i];
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) n_thr = 1, thr[0] = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--all")) all = 1;
-    else { fprintf(stderr, "usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all]\n"); return 2; }
+    else if (!strcmp(argv[i], "--winograd")) wino = 1;
+    else { fprintf(stderr, "usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd]\n"); return 2; }
   }
   temper_engine *e = NULL;
   diag d = {0};
@@ -218,6 +301,12 @@ int main(int argc, char **argv) {
   printf("FMA peak (measured now): ");
   for (int t = 0; t < n_thr; t++) printf("%s%d thread%s %.1f GFLOP/s", t ? ", " : "", thr[t], thr[t] > 1 ? "s" : "", peak[t]);
   printf("\nsweep: %d random valid configs per layer (seed %llu) plus the default\n\n", sweep, (unsigned long long)seed);
+  if (wino) {
+    int rc = winograd_rows(e, eng, sweep, seed, only, all, n_thr, thr);
+    dnnl_engine_destroy(eng);
+    engine_destroy(e);
+    return rc;
+  }
   printf("| layer | thr | default GFLOP/s | best GFLOP/s | oneDNN GFLOP/s | default/oneDNN | best/oneDNN | best %% of peak | best config |\n");
   printf("|---|---|---|---|---|---|---|---|---|\n");
   double lg_def[2] = {0}, lg_best[2] = {0};

@@ -61,6 +61,7 @@ void ops_default_attrs(int op, attrs_t *a) {
   switch (op) {
   case OP_BIAS_ADD: case OP_BATCH_NORM: a->v[ATTR_AXIS].i[0] = 1; break;
   case OP_SOFTMAX: a->v[ATTR_AXIS].i[0] = -1; break;
+  case OP_CONV2D_WINOGRAD: set_str(a, ATTR_KERNEL_LAYOUT, "HWIO"); break;
   default: break;
   }
 }
