@@ -405,14 +405,17 @@ static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt
 
 /* The expected gain of one more batch of a task, in model seconds, after
  * Ansor's task scheduler: the task's weight (occurrences) times how fast its
- * best time fell over its last batches, with an optimistic floor (5 % of its
- * model time) so no task starves; a task not measured yet comes first. */
+ * best time fell over its last batches, with an optimistic floor so no task
+ * starves; a task not measured yet comes first. The floor (5 % of its model
+ * time) shrinks as 1/batches — expected improvement decays with the trials
+ * spent, as in Ansor — else, once every task had stopped improving, the task
+ * with the largest model time would take every remaining batch. */
 double tune_task_priority(const tune_task *t, const double *hist, int batches, double best_s) {
   if (!batches || best_s <= 0) return INFINITY;
   int k = batches < 4 ? batches : 4;
   double old = hist[4 - k] > 0 ? hist[4 - k] : best_s;
   double rate = (old - best_s) / k;
-  double floor = 0.05 * best_s;
+  double floor = 0.05 * best_s / batches;
   return t->count * (rate > floor ? rate : floor);
 }
 
