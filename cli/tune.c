@@ -11,7 +11,7 @@
 static int usage(void) {
   fprintf(stderr,
           "usage: temper tune MODEL --db FILE [--trials N] [--minutes M] [--search random|grid|ga|xgb] [--seed S]\n"
-          "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS]\n"
+          "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS] [--warm]\n"
           "                   [--task PATTERN] [--top-k K] [--params DIR]\n");
   return 2;
 }
@@ -43,6 +43,7 @@ int cmd_tune(int argc, char **argv) {
     else if (!strcmp(a, "--build-jobs")) { if (num(a, v, 1, 16, &x)) return 2; o.build_jobs = (int)x; i++; }
     else if (!strcmp(a, "--timeout")) { if (num(a, v, 0.1, 3600, &o.m.timeout_s)) return 2; i++; }
     else if (!strcmp(a, "--repeat")) { if (num(a, v, 1, MEASURE_MAX_ROUNDS, &x)) return 2; o.m.repeat = (int)x; i++; }
+    else if (!strcmp(a, "--warm")) o.m.warm = 1;
     else if (!strcmp(a, "--min-repeat-ms")) { if (num(a, v, 0, 10000, &o.m.min_repeat_ms)) return 2; i++; }
     else if (!strcmp(a, "--top-k")) { if (num(a, v, 0, 16, &x)) return 2; o.top_k = (int)x; i++; }
     else if (!strcmp(a, "--task") && v) o.task_pattern = v, i++;

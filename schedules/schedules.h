@@ -44,6 +44,9 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d);
 temper_status sched_conv2d_1x1(prim *p, int vec, diag *d);
 temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d);
 temper_status sched_conv2d_winograd(prim *p, int vec, diag *d);
+/* a function that is one layout_transform between NCHW / NCHW<b>c of a parameter */
+int sched_is_layout_copy(const node *fn);
+temper_status sched_layout_copy(prim *p, int vec, diag *d);
 temper_status sched_dense(prim *p, int vec, diag *d);
 temper_status sched_softmax(prim *p, diag *d);
 temper_status sched_generic(prim *p, diag *d);   /* elementwise, injective, pools, any conv2d */

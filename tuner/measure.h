@@ -20,6 +20,9 @@ typedef struct measure_opts {
   int repeat;               /* timed rounds */
   double min_repeat_ms;     /* a round lasts at least this long */
   double timeout_s;         /* a measurement longer than this is a timeout */
+  int warm;                 /* 1: every call reads the same weights (hot in cache); 0 (the
+                               default): calls rotate over copies of the weights, 96 MB in
+                               all, so each reads them from memory as in a whole network */
 } measure_opts;
 
 typedef struct measure_result {

@@ -232,6 +232,26 @@ static void test_resnet_block_against_reference(void **state) {
 }
 
 /* the loop IR prints and names its loops */
+/* activations between NCHW and NCHW<b>c in every direction (the vector-copy
+ * schedule: slices, whole blocks, strided rows with a masked tail) */
+static void test_layout_transforms(void **state) {
+  (void)state;
+  check_against_reference("def @main(%x: Tensor[(1, 48, 5, 13), float32]) {\n"
+                "  %0 = layout_transform(%x, src_layout=\"NCHW\", dst_layout=\"NCHW8c\");\n"
+                "  %1 = nn.max_pool2d(%0, layout=\"NCHW8c\");\n"
+                "  %2 = layout_transform(%1, src_layout=\"NCHW8c\", dst_layout=\"NCHW16c\");\n"
+                "  %3 = nn.max_pool2d(%2, layout=\"NCHW16c\");\n"
+                "  %4 = layout_transform(%3, src_layout=\"NCHW16c\", dst_layout=\"NCHW4c\");\n"
+                "  %5 = nn.max_pool2d(%4, layout=\"NCHW4c\");\n"
+                "  %6 = layout_transform(%5, src_layout=\"NCHW4c\", dst_layout=\"NCHW48c\");\n"
+                "  %7 = nn.max_pool2d(%6, layout=\"NCHW48c\");\n"
+                "  %8 = layout_transform(%7, src_layout=\"NCHW48c\", dst_layout=\"NCHW\");\n"
+                "  %9 = nn.max_pool2d(%8);\n"
+                "  %10 = layout_transform(%9, src_layout=\"NCHW\", dst_layout=\"NCHW3c\");\n"
+                "  %11 = nn.max_pool2d(%10, layout=\"NCHW3c\");\n"
+                "  layout_transform(%11, src_layout=\"NCHW3c\", dst_layout=\"NCHW\")\n}\n", 2);
+}
+
 static void test_loops_print(void **state) {
   (void)state;
   temper_graph *g = parse_ok(op_cases[10]);
@@ -258,6 +278,7 @@ int main(void) {
       cmocka_unit_test(test_every_op_against_reference),
       cmocka_unit_test(test_resnet_block_against_reference),
       cmocka_unit_test(test_loops_print),
+      cmocka_unit_test(test_layout_transforms),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
