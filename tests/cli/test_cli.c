@@ -33,6 +33,11 @@ static void test_lower_seed_shows_two_primitive_functions(void **state) {
   assert_int_equal(r.code, 0);
   assert_non_null(strstr(r.out, "parallel for"));
   free(r.out);
+  /* a Winograd config: the kernel on transformed weights, with its scratch tiles */
+  const char *wino = "conv2d_winograd:tile=4,ic_bn=2,oc_bn=2,t_bn=8,par=0,stage=0,unroll_c=0";
+  expect(sh("%s lower examples/seed.relay --loops --task 1 --config '%s'", TEMPER_BINARY, wino), 0, "local V[576]");
+  expect(sh("%s lower examples/seed.relay --loops --task 1 --config 'conv2d_winograd:tile=5,ic_bn=2,oc_bn=2,t_bn=8,par=0,stage=0,unroll_c=0'",
+            TEMPER_BINARY), 1, "knob tile: 5 is not a candidate (candidates: 2 4 6)");
 }
 
 static void test_bad_models_exit_1(void **state) {
