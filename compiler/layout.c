@@ -141,7 +141,7 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   }
   if (!chosen) config_default(&sp, &cfg);
   /* the Winograd weight transform is made at compile time: constant weights only */
-  if (cfg.tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default(&sp, &cfg);
+  if (cfg.tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default_direct(&sp, &cfg, 0);
   if (cfg.tmpl == TMPL_WINOGRAD) return alter_winograd(g, a, n, args, &sp, &cfg);
   int ib, ob, ki;
   if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, "c_bn"), ki = 1;

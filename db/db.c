@@ -528,14 +528,20 @@ temper_status db_foreach(temper_db *db, int best_only, db_record_fn fn, void *ct
                     " FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id"
                     " ORDER BY w.key, t.triple, t.cpu, t.features, t.llvm_version, t.cores, r.threads, r.measured_at, r.config_index,"
                     " r.remeasure, r.status, r.id";
-  /* the best of each (workload, target, threads, input channel block): ok,
-   * template version in force, fastest; a build chooses among exactly these */
+  /* the best of each (workload, target, threads, template, input and output
+   * channel block): ok, template version in force, fastest. A build weighs
+   * the layout transforms a record's blocks (and whether its template reads
+   * NCHW) would add, so it chooses among exactly these: with fewer, a build
+   * from the exported log could choose differently from one from the full
+   * database */
 #define IN_BLOCK(x) "coalesce(json_extract(" x ".config, '$.ic_bn'), json_extract(" x ".config, '$.c_bn'))"
+#define OUT_BLOCK(x) "coalesce(json_extract(" x ".config, '$.oc_bn'), json_extract(" x ".config, '$.c_bn'))"
   const char *best = RECORD_COLS ", w.op, w.description, w.flops"
                      " FROM records r JOIN workloads w ON w.id=r.workload_id JOIN targets t ON t.id=r.target_id"
                      " WHERE r.status='ok' AND temper_tmpl_version(r.template)=r.template_version AND r.id = (SELECT b.id FROM records b"
                      "  WHERE b.workload_id=r.workload_id AND b.target_id=r.target_id AND b.threads=r.threads AND b.status='ok' AND"
-                     "  temper_tmpl_version(b.template)=b.template_version AND " IN_BLOCK("b") " IS " IN_BLOCK("r")
+                     "  temper_tmpl_version(b.template)=b.template_version AND b.template=r.template AND"
+                     "  " IN_BLOCK("b") " IS " IN_BLOCK("r") " AND " OUT_BLOCK("b") " IS " OUT_BLOCK("r")
                      "  ORDER BY b.median_s, b.id LIMIT 1)"
                      " ORDER BY w.key, t.triple, t.cpu, t.features, t.llvm_version, t.cores, r.threads, r.median_s, r.id";
   sqlite3_stmt *st;

@@ -84,7 +84,11 @@ int64_t space_index(const task_space *s, const sched_config *c);
 int space_config(const task_space *s, int64_t index, sched_config *c);   /* -1 out of range */
 int space_valid(const task_space *s, const sched_config *c);
 int64_t cfg_get(const task_space *s, const sched_config *c, const char *knob);
+/* The default config: Winograd tile 4 for narrow 3×3 stride-1 layers, else
+ * the direct (or 1×1, depthwise) template's; config_default_direct(.., 0)
+ * never picks Winograd (for weights that are not compile-time constants). */
 void config_default(const task_space *s, sched_config *c);
+void config_default_direct(const task_space *s, sched_config *c, int allow_winograd);
 
 /* Canonical JSON text; the short form key=value list goes into the IR's
  * schedule attribute ("conv2d_nchwc:ic_bn=16,oc_bn=32,..."). */
