@@ -252,6 +252,21 @@ static void test_layout_transforms(void **state) {
                 "  layout_transform(%11, src_layout=\"NCHW3c\", dst_layout=\"NCHW\")\n}\n", 2);
 }
 
+/* a Winograd conv written by hand has no schedule to lower with: refused by name */
+static void test_winograd_without_schedule_refused(void **state) {
+  (void)state;
+  temper_graph *g = parse_ok("def @main(%x: Tensor[(1, 16, 8, 8), float32], %u: Tensor[(6, 6, 16, 16), float32]) {\n"
+                             "  nn.contrib_conv2d_winograd_without_weight_transform(%x, %u, tile_size=4, channels=16, padding=[1, 1, 1, 1])\n}\n");
+  diag d = {0};
+  assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+  exec *x = NULL;
+  temper_status s = exec_create(engine, g, 1, &x, &d);
+  assert_int_not_equal(s, TEMPER_OK);
+  assert_null(x);
+  assert_non_null(strstr(d.msg, "nn.contrib_conv2d_winograd_without_weight_transform needs a conv2d_winograd schedule"));
+  temper_graph_destroy(g);
+}
+
 static void test_loops_print(void **state) {
   (void)state;
   temper_graph *g = parse_ok(op_cases[10]);
@@ -279,6 +294,7 @@ int main(void) {
       cmocka_unit_test(test_resnet_block_against_reference),
       cmocka_unit_test(test_loops_print),
       cmocka_unit_test(test_layout_transforms),
+      cmocka_unit_test(test_winograd_without_schedule_refused),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
