@@ -195,7 +195,7 @@ static double time_dnnl(dnnl_engine_t eng, const bench_layer *L, int threads) {
   return t;
 }
 
-/* a random valid config of template t (its default when k == 0 and t is the task's default) */
+/* a random valid config of template t */
 static void sample(const task_space *sp, conv_tmpl t, pcg32 *rng, sched_config *cfg) {
   const tmpl_space *ts = space_tmpl(sp, t);
   do space_config(sp, ts->offset + (int64_t)(pcg32_next(rng) % (uint32_t)ts->size), cfg);

@@ -244,9 +244,10 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
   k.P1 = k.TH * k.TW;
   if (k.tb > k.P1) k.tb = k.P1;
   k.TB = (k.P1 + k.tb - 1) / k.tb;
-  int64_t mblocks = k.par == 0 && k.stage ? c.KB : 1;
-  k.vb = lf_local(f, "V", k.a * k.a * c.w.C * k.tb);
-  k.mb = lf_local(f, "M", k.a * k.a * k.tb * c.ob * mblocks);
+  int64_t v_floats, m_floats;
+  winograd_scratch(&c.space, &c.cfg, &v_floats, &m_floats);
+  k.vb = lf_local(f, "V", v_floats);
+  k.mb = lf_local(f, "M", m_floats);
   k.v_n = lf_var(f, "n");
   k.v_blk = lf_var(f, "blk");
   k.v_kb = lf_var(f, "kb");

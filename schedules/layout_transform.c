@@ -29,7 +29,7 @@ int sched_is_layout_copy(const node *fn) {
   int64_t a = nchw_block(b->attrs->v[ATTR_SRC_LAYOUT].s), o = nchw_block(b->attrs->v[ATTR_DST_LAYOUT].s);
   if (!a || !o || a == o) return 0;
   const shape_t *xs = &b->args[0]->ty.shape;
-  int64_t C = xs->d[1] * (a > 1 ? a : 1);
+  int64_t C = xs->d[1] * a;   /* NCHW is block 1 */
   return C % a == 0 && C % o == 0;
 }
 

@@ -229,7 +229,9 @@ int space_valid(const task_space *s, const sched_config *c) {
     int64_t ob = cfg_get(s, c, "oc_bn"), m = cfg_get(s, c, "tile"), tb = cfg_get(s, c, "t_bn");
     if ((ob / lanes_of(ob, vec)) * tb > REG_BUDGET || tb > winograd_tiles(&s->w, m)) return 0;
     if (cfg_get(s, c, "par") == 1 && cfg_get(s, c, "stage") == 1) return 0;   /* one oc-block per task: stage is moot */
-    return winograd_local_bytes(&s->w, c->v[0], c->v[1], ob, tb, c->v[4], c->v[5]) <= LF_MAX_LOCAL_BYTES;
+    int64_t v, m2;
+    winograd_scratch(s, c, &v, &m2);
+    return 4 * (v + m2) <= LF_MAX_LOCAL_BYTES;
   }
   case TMPL_COUNT: break;
   }
@@ -244,10 +246,15 @@ int64_t winograd_tiles(const conv_workload *w, int64_t m) {
   return ((workload_out(w, 2) + m - 1) / m) * ((workload_out(w, 3) + m - 1) / m);
 }
 
-int64_t winograd_local_bytes(const conv_workload *w, int64_t m, int64_t ib, int64_t ob, int64_t tb, int64_t par, int64_t stage) {
-  (void)ib;
-  int64_t a2 = (m + 2) * (m + 2);
-  return 4 * (a2 * w->C * tb + a2 * tb * ob * (par == 0 && stage ? w->K / ob : 1));
+void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats) {
+  const conv_workload *w = &s->w;
+  int64_t m = cfg_get(s, c, "tile"), ob = cfg_get(s, c, "oc_bn"), tb = cfg_get(s, c, "t_bn"), a2 = (m + 2) * (m + 2);
+  int64_t tiles = winograd_tiles(w, m);
+  if (tb > tiles) tb = tiles;
+  /* M holds every oc-block of the task when they are all multiplied first */
+  int64_t blocks = cfg_get(s, c, "par") == 0 && cfg_get(s, c, "stage") ? w->K / ob : 1;
+  *v_floats = a2 * w->C * tb;
+  *m_floats = a2 * tb * ob * blocks;
 }
 
 /* the candidate of knob `name` closest to `want` from below (or the smallest) */

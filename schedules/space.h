@@ -73,10 +73,12 @@ int workload_from_key(const char *key, conv_workload *w);   /* the inverse; -1 i
 double workload_flops(const conv_workload *w);
 int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
 /* Winograd: applies to 3×3, stride 1, dilation 1, one group; output tiles
- * of m×m per image; stack bytes of a config's scratch tiles */
+ * of m×m per image; the floats of a config's two scratch tiles (the
+ * transformed input V of a tile block, the products M), which the template
+ * allocates and space_valid limits */
 int winograd_applies(const conv_workload *w);
 int64_t winograd_tiles(const conv_workload *w, int64_t m);
-int64_t winograd_local_bytes(const conv_workload *w, int64_t m, int64_t ib, int64_t ob, int64_t tb, int64_t par, int64_t stage);
+void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);
 
 void space_build(const conv_workload *w, int vec, task_space *s);
 const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t);  /* NULL if not applicable */

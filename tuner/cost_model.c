@@ -42,25 +42,9 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   } else if (c->tmpl == TMPL_1X1) {
     ib = cfg_get(sp, c, "ic_bn"), ob = cfg_get(sp, c, "oc_bn"), cols = cfg_get(sp, c, "m_bn");
     unroll = cfg_get(sp, c, "unroll_ic"), order = cfg_get(sp, c, "loop");
-  } else if (c->tmpl == TMPL_WINOGRAD) {
+  } else if (c->tmpl == TMPL_WINOGRAD) {   /* the shared slots below, then its own analogues */
     ib = cfg_get(sp, c, "ic_bn"), ob = cfg_get(sp, c, "oc_bn"), cols = cfg_get(sp, c, "t_bn");
-    int64_t m = cfg_get(sp, c, "tile"), a2 = (m + 2) * (m + 2), TH = (OH + m - 1) / m, TW = (OW + m - 1) / m;
-    int64_t lanes = ob < vec ? ob : vec, nv = ob / lanes, acc = nv * cols;
-    par = cfg_get(sp, c, "par");
-    f[0] = (float)c->tmpl;
-    f[1] = lg((double)ib), f[2] = lg((double)ob), f[3] = lg((double)cols), f[4] = (float)m;
-    f[5] = (float)cfg_get(sp, c, "unroll_c"), f[6] = (float)cfg_get(sp, c, "stage"), f[7] = (float)par;
-    f[8] = (float)acc / 28.0f;
-    f[9] = (float)lanes / (float)vec;
-    f[10] = (float)(ib * ob * 4) / 49152.0f;
-    f[11] = (float)(a2 * w->C * cols * 4) / 1048576.0f;
-    f[12] = (float)(a2 * w->C * ob * 4) / 1048576.0f;
-    f[13] = lg((double)a2 / (double)(m * m) / 9.0);
-    f[14] = (float)acc / (float)(nv + cols);
-    f[15] = lg((double)(w->N * ((TH * TW + cols - 1) / cols) * (par ? w->K / ob : 1)) / 2.0);
-    f[16] = (float)(TH * m * TW * m - OH * OW) / (float)(OH * OW);
-    f[17] = lg((double)OW), f[18] = lg((double)w->C), f[19] = lg((double)w->K), f[20] = (float)w->R, f[21] = (float)w->sh;
-    return;
+    unroll = cfg_get(sp, c, "unroll_c"), order = cfg_get(sp, c, "stage"), par = cfg_get(sp, c, "par");
   } else {
     ib = ob = cfg_get(sp, c, "c_bn"), cols = cfg_get(sp, c, "ow_bn");
     unroll = cfg_get(sp, c, "unroll_kw"), par = cfg_get(sp, c, "par");
@@ -82,6 +66,16 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   int64_t span = c->tmpl == TMPL_1X1 ? OH * OW : OW;
   f[16] = (float)(((span + cols - 1) / cols) * cols - span) / (float)span;
   f[17] = lg((double)OW), f[18] = lg((double)w->C), f[19] = lg((double)w->K), f[20] = (float)w->R, f[21] = (float)w->sh;
+  if (c->tmpl == TMPL_WINOGRAD) {
+    int64_t m = cfg_get(sp, c, "tile"), a2 = (m + 2) * (m + 2), TH = (OH + m - 1) / m, TW = (OW + m - 1) / m;
+    f[4] = (float)m;
+    f[10] = (float)(ib * ob * 4) / 49152.0f;
+    f[11] = (float)(a2 * w->C * cols * 4) / 1048576.0f;
+    f[12] = (float)(a2 * w->C * ob * 4) / 1048576.0f;
+    f[13] = lg((double)a2 / (double)(m * m) / 9.0);
+    f[15] = lg((double)(w->N * ((TH * TW + cols - 1) / cols) * (par ? w->K / ob : 1)) / 2.0);
+    f[16] = (float)(TH * m * TW * m - OH * OW) / (float)(OH * OW);
+  }
 }
 
 struct cost_model {

@@ -250,6 +250,27 @@ static void test_layout_transforms(void **state) {
                 "  %10 = layout_transform(%9, src_layout=\"NCHW\", dst_layout=\"NCHW3c\");\n"
                 "  %11 = nn.max_pool2d(%10, layout=\"NCHW3c\");\n"
                 "  layout_transform(%11, src_layout=\"NCHW3c\", dst_layout=\"NCHW\")\n}\n", 2);
+  /* and they take the copy schedule, not the generic one: a slice copy
+   * (8c → 4c) and a strided row (NCHW → 16c); 10 channels do not divide
+   * into 4c blocks, so that one (padded) stays generic */
+  const char *cases[3][2] = {{"NCHW8c\", dst_layout=\"NCHW4c", "(1, 2, 5, 13, 8)"}, {"NCHW\", dst_layout=\"NCHW16c", "(1, 16, 5, 13)"},
+                             {"NCHW\", dst_layout=\"NCHW4c", "(1, 10, 5, 13)"}};
+  for (int i = 0; i < 3; i++) {
+    char text[512];
+    snprintf(text, sizeof text, "def @main(%%x: Tensor[%s, float32]) {\n  layout_transform(%%x, src_layout=\"%s\")\n}\n", cases[i][1], cases[i][0]);
+    temper_graph *g = parse_ok(text);
+    diag d = {0};
+    assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+    node *fn = g->main->body->callee;
+    assert_int_equal(sched_is_layout_copy(fn), i < 2);
+    lfunc *f = NULL;
+    assert_int_equal(sched_lower(fn, 16, "k", &f, &d), TEMPER_OK);
+    char *loops = lf_print(f);
+    assert_true((strstr(loops, "parallel for n_cb_h") != NULL) == (i < 2));
+    free(loops);
+    lf_free(f);
+    temper_graph_destroy(g);
+  }
 }
 
 /* a Winograd conv written by hand has no schedule to lower with: refused by name */
