@@ -22,15 +22,19 @@ for m in "${MODELS[@]}"; do
   [ -f "$models/$m.onnx" ] || /usr/bin/python3 scripts/export_models.py "$models" "$m" > /dev/null
   dir=$work/$m; mkdir -p "$dir"
   build/temper build "$models/$m.onnx" -o "$dir/untuned.so" > /dev/null
-  if [ -f "$DB" ]; then build/temper build "$models/$m.onnx" --db "$DB" -o "$dir/tuned.so" > "$dir/build.txt"
-  else build/temper build "$models/$m.onnx" -o "$dir/tuned.so" > "$dir/build.txt"; fi
-  build/temper run "$dir/tuned.so" --input "data=$models/$m.input.npy" --save-output "$dir/out" --repeat 1 > /dev/null
+  # the tuned library is built for the thread count it runs at, as a user
+  # would: the records (and so the configs) differ between 1 and 2 threads
+  for t in 1 2; do
+    if [ -f "$DB" ]; then build/temper build "$models/$m.onnx" --db "$DB" --threads $t -o "$dir/tuned-t$t.so" > "$dir/build-t$t.txt"
+    else build/temper build "$models/$m.onnx" --threads $t -o "$dir/tuned-t$t.so" > "$dir/build-t$t.txt"; fi
+  done
+  build/temper run "$dir/tuned-t1.so" --input "data=$models/$m.input.npy" --save-output "$dir/out" --repeat 1 > /dev/null
   diff=$(/usr/bin/python3 -c "import numpy as n; a=n.load('$dir/out/output_0.npy'); b=n.load('$models/$m.output.npy'); print('%.2e' % abs(a-b).max())")
   for t in 1 2; do
     u=(); tu=(); pe=(); pt=(); po=()
     for ((p = 0; p < P; p++)); do
       u+=("$(lat "$dir/untuned.so" --threads $t)")
-      tu+=("$(lat "$dir/tuned.so" --threads $t)")
+      tu+=("$(lat "$dir/tuned-t$t.so" --threads $t)")
       out=$(/usr/bin/python3 scripts/torch_peer.py "$m" "$dir/peer" --threads $t --repeat "$R")
       pe+=("$(echo "$out" | sed -n 's/^pytorch eager.*median \([0-9.]*\) ms/\1/p')")
       pt+=("$(echo "$out" | sed -n 's/^pytorch torchscript.*median \([0-9.]*\) ms/\1/p')")

@@ -28,6 +28,17 @@ json_t *cli_load_config_file(const char *path);   /* prints the error; NULL on f
 double cli_now(void);
 int cli_parse_input_flag(model_data *md, const char *arg);
 
+/* choose.c: schedules from a tuning database, as `temper build` chooses them */
+typedef struct db_chooser db_chooser;
+/* dbpath NULL: no database, every workload its default (listed by the report);
+ * prints errors, NULL on failure */
+db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads, int exact, const char *who);
+int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
+                      char *err, size_t n);   /* a sched_chooser; ctx: the db_chooser */
+int db_chooser_report(const db_chooser *dc);  /* prints the choices; returns the workloads that fell back */
+void db_chooser_close(db_chooser *dc);
+int cli_target_from_spec(const char *spec, cg_target *t);   /* --target CPU[:FEATURES]; -1 if unknown */
+
 int cmd_run(int argc, char **argv);
 int cmd_lower(int argc, char **argv);
 int cmd_space(int argc, char **argv);

@@ -11,6 +11,7 @@ typedef struct run_opts {
   int threads, repeat, check, profile;
   const char *save_dir;
   const char *config_file;
+  const char *db;
 } run_opts;
 
 static int cmp_double(const void *a, const void *b) {
@@ -20,7 +21,7 @@ static int cmp_double(const void *a, const void *b) {
 
 static int usage(void) {
   fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--profile] [--params DIR]\n"
-                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F]\n");
+                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F | --db FILE]\n");
   return 2;
 }
 
@@ -61,16 +62,22 @@ int cmd_run(int argc, char **argv) {
     else if (!strcmp(a, "--input") && v) { if (cli_parse_input_flag(&md, v)) return 2; i++; }
     else if (!strcmp(a, "--save-output") && v) { o.save_dir = v; i++; }
     else if (!strcmp(a, "--config-file") && v) { o.config_file = v; i++; }
+    else if (!strcmp(a, "--db") && v) { o.db = v; i++; }
     else if (!strcmp(a, "--seed") && v) { md.seed = strtoull(v, NULL, 10); i++; }
     else if (a[0] == '-') { fprintf(stderr, "temper run: unknown option '%s'\n", a); return usage(); }
     else if (!o.model) o.model = a;
     else return usage();
   }
   if (!o.model) return usage();
+  if (o.config_file && o.db) {
+    fprintf(stderr, "temper run: --config-file and --db both choose the schedules: give one\n");
+    cli_model_data_free(&md);
+    return 2;
+  }
   size_t ml = strlen(o.model);
   if (ml > 3 && !strcmp(o.model + ml - 3, ".so")) {   /* a built library */
-    if (o.check || o.profile || o.config_file || md.params_dir) {
-      fprintf(stderr, "temper run: --check, --profile, --config-file and --params need the model's source, not a built library\n");
+    if (o.check || o.profile || o.config_file || o.db || md.params_dir) {
+      fprintf(stderr, "temper run: --check, --profile, --config-file, --db and --params need the model's source, not a built library\n");
       cli_model_data_free(&md);
       return 2;
     }
@@ -103,8 +110,13 @@ int cmd_run(int argc, char **argv) {
   json_t *configs = NULL;
   if (o.config_file && !(configs = cli_load_config_file(o.config_file))) { free(in_nodes); free(in_vals); goto out; }
   if (configs) po.choose = cli_config_choose, po.ctx = configs;
+  db_chooser *dc = NULL;   /* --db: the schedules `temper build --threads N` would choose */
+  if (o.db && !(dc = db_chooser_open(o.db, &e->target, o.threads, 0, "run"))) { free(in_nodes); free(in_vals); goto out; }
+  if (dc) po.choose = db_chooser_choose, po.ctx = dc;
   int bad = cli_bind_and_optimize(g, &md, &po);
   json_decref(configs);
+  if (dc && !bad) db_chooser_report(dc);
+  db_chooser_close(dc);
   if (!bad && exec_create(e, g, o.threads, &x, &d)) { fprintf(stderr, "temper: %s\n", d.msg); bad = 1; }
   double t_compile = cli_now() - t0;
   for (int i = 0; !bad && i < x->n_inputs; i++)

@@ -10,7 +10,7 @@
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: temper tune MODEL --db FILE [--trials N] [--minutes M] [--search random|grid|ga|xgb] [--seed S]\n"
+          "usage: temper tune MODEL --db FILE [--trials N] [--minutes M] [--search xgb|ga|random|grid] [--seed S]\n"
           "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS] [--warm]\n"
           "                   [--task PATTERN] [--top-k K] [--params DIR]\n");
   return 2;
@@ -30,7 +30,7 @@ static int num(const char *flag, const char *v, double lo, double hi, double *ou
 int cmd_tune(int argc, char **argv) {
   const char *model = NULL, *dbpath = NULL;
   model_data md = {.seed = 1};
-  tune_opts o = {.trials = -1, .search = SEARCH_GA, .seed = 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .top_k = 3,
+  tune_opts o = {.trials = -1, .search = SEARCH_XGB, .seed = 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .top_k = 3,
                  .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10}};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;

@@ -71,7 +71,7 @@ temper_status sched_conv2d_1x1(prim *p, int vec, diag *d) {
   int64_t mb = cfg_get(&c.space, &c.cfg, "m_bn"), unroll = cfg_get(&c.space, &c.cfg, "unroll_ic"),
           loop = cfg_get(&c.space, &c.cfg, "loop");
   int64_t M = c.OH * c.OW, MT = (M + mb - 1) / mb, full = M / mb, rem = M % mb;
-  int v_n = lf_var(f, "n"), v_kb = lf_var(f, "kb"), v_mt = lf_var(f, "mt"), vt = lf_var(f, "task");
+  int v_n = lf_var(f, "n"), v_kb = lf_var(f, "kb"), v_mt = lf_var(f, "mt"), vt = lf_var(f, loop == 0 ? "n_kb_mt" : "n_mt_kb");
   lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB * MT), LOOP_PARALLEL));
   lexpr *t = CV(&c, vt);
   ls_add(f, lt, ls_let(f, v_n, lx_bin(f, LO_DIV, t, CI(&c, c.KB * MT))));

@@ -4,6 +4,9 @@
  * group, ib its input channels).
  *
  *   parallel over (n, oc-block, row-tile)          [par=0; par=1: (n, oc-block)]
+ *   or, when conv_split_rows (the input outweighs the weights), rows outer:
+ *   parallel over (n, row-tile, oc-block)          [par=0; par=1: (n, row-tile)]
+ *   so that each thread reads the rows it wrote as the previous layer
  *     for each tile of oh_bn rows × ow_bn columns:  acc[h][t][j] = 0
  *       for ic-block, r, s, ic (order=0)  |  r, s, ic-block, ic (order=1)
  *         w[j] = W[kb][icb][r][s][ic][j*16 : j*16+16]
@@ -182,7 +185,19 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
   k.v_kb = lf_var(f, "kb");
   int v_oht = lf_var(f, "oht");
   lstmt *blk;
-  if (k.par == 0) {
+  if (conv_split_rows(&c.w)) {   /* rows outer: each thread keeps to the rows it wrote before */
+    int vt = lf_var(f, k.par == 0 ? "n_oht_kb" : "n_oht");
+    int64_t inner = k.par == 0 ? c.KB : 1;
+    lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * OHT * inner), LOOP_PARALLEL));
+    ls_add(f, lt, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, OHT * inner))));
+    ls_add(f, lt, ls_let(f, v_oht, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, inner)), CI(&c, OHT))));
+    if (k.par == 0) {
+      ls_add(f, lt, ls_let(f, k.v_kb, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, c.KB))));
+      blk = lt;
+    } else {
+      blk = ls_add(f, lt, ls_for(f, k.v_kb, CI(&c, 0), CI(&c, c.KB), LOOP_SERIAL));
+    }
+  } else if (k.par == 0) {
     int vt = lf_var(f, "n_kb_oht");
     blk = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB * OHT), LOOP_PARALLEL));
     ls_add(f, blk, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.KB * OHT))));

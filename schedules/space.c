@@ -24,6 +24,20 @@ int64_t workload_out(const conv_workload *w, int axis) {
   return (w->W + w->pl + w->pr - w->dw * (w->S - 1) - 1) / w->sw + 1;
 }
 
+int conv_split_rows(const conv_workload *w) {
+  double in = (double)w->C * (double)w->H * (double)w->W, wt = (double)w->K * (double)(w->C / w->G) * (double)(w->R * w->S);
+  return in * 4 >= wt;
+}
+
+int config_splits_rows(const task_space *s, const sched_config *c) {
+  switch (c->tmpl) {
+  case TMPL_NCHWC: return conv_split_rows(&s->w);
+  case TMPL_1X1: return cfg_get(s, c, "loop") == 1;
+  case TMPL_WINOGRAD: return 1;   /* tile blocks outer */
+  default: return 0;              /* depthwise: channel blocks outer */
+  }
+}
+
 int workload_of(const node *n, conv_workload *w) {
   if (n->kind != N_CALL || !op_is_conv(n->op)) return -1;
   const attrs_t *a = n->attrs;
@@ -120,7 +134,8 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
     tiles(add_knob(t, "oh_bn", KNOB_SPLIT), OH < 4 ? OH : 4);
     choice(add_knob(t, "unroll_kw", KNOB_BOOL), 2);
     choice(add_knob(t, "order", KNOB_CHOICE), 2);   /* 0: ic-block outside the window; 1: window outside */
-    choice(add_knob(t, "par", KNOB_CHOICE), 2);     /* 0: (n, oc-block, oh) in parallel; 1: (n, oc-block) */
+    choice(add_knob(t, "par", KNOB_CHOICE), 2);     /* 0: (n, oc-block, oh) in parallel; 1: (n, oc-block) — rows
+                                                       outer instead when conv_split_rows */
     finish(s, t);
   }
   if (one) {
@@ -334,6 +349,7 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
     set_knob(t, c, "oc_bn", vec);
     int64_t nv = cfg_get(s, c, "oc_bn") / lanes_of(cfg_get(s, c, "oc_bn"), vec);
     set_knob(t, c, "m_bn", pick_tile(OH * OW, REG_BUDGET / nv));
+    set_knob(t, c, "loop", conv_split_rows(w));   /* positions outer where rows are split */
   } else {
     set_knob(t, c, "c_bn", vec);
     int64_t nv = cfg_get(s, c, "c_bn") / lanes_of(cfg_get(s, c, "c_bn"), vec);

@@ -28,7 +28,7 @@ typedef struct knob {
 
 /* ORDER TMPL: id, name, version (bump when old measurements become meaningless) */
 #define CONV_TEMPLATES(X)             \
-  X(NCHWC, "conv2d_nchwc", 1)         \
+  X(NCHWC, "conv2d_nchwc", 2)         \
   X(1X1, "conv2d_1x1", 1)             \
   X(DEPTHWISE, "conv2d_depthwise", 1)  \
   X(WINOGRAD, "conv2d_winograd", 1)
@@ -76,6 +76,16 @@ int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
  * of m×m per image; the floats of a config's two scratch tiles (the
  * transformed input V of a tile block, the products M), which the template
  * allocates and space_valid limits */
+/* How a kernel of this workload splits its output over threads: over rows
+ * (1) when the input is at least a quarter of the weights' size, else over
+ * output channels (0). Consecutive layers that split over rows read what
+ * the same core wrote; a layer split over channels reads every input
+ * channel, half of them (at two threads) from the other core's cache —
+ * measured on ResNet-50 at two threads, that costs more than each core
+ * reading all the weights (bench/RESULTS.md, "parallel split"). */
+int conv_split_rows(const conv_workload *w);
+/* whether a config's kernel splits over rows (for the build's choice) */
+int config_splits_rows(const task_space *s, const struct sched_config *c);
 int winograd_applies(const conv_workload *w);
 int64_t winograd_tiles(const conv_workload *w, int64_t m);
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);

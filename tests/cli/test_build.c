@@ -67,6 +67,11 @@ static void test_hand_inserted_record_is_used(void **state) {
   expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.so", T, dir, dir), 0, "\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2");
   expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.loops --emit loops", T, dir, dir), 0, "wrote");
   expect(sh("grep -c 'parallel for n_kb in' %s/h.loops", dir), 0, "1");
+  /* temper run --db chooses as the build does, and says so */
+  expect(sh("%s run " MODEL " --db %s/h.db --repeat 1 --check", T, dir), 0, "\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2");
+  expect(sh("%s run " MODEL " --db %s/nope.db --repeat 1", T, dir), 1, "no such database");
+  expect(sh("%s run " MODEL " --db %s/h.db --config-file x.json", T, dir), 2, "give one");
+  expect(sh("%s run %s/h.so --db %s/h.db", T, dir, dir), 2, "need the model's source");
 }
 
 static void test_fallback_and_strict(void **state) {

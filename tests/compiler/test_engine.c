@@ -297,12 +297,38 @@ static void test_loops_print(void **state) {
   lfunc *f = NULL;
   assert_int_equal(sched_lower(fn, 16, "k", &f, &d), TEMPER_OK);
   char *text = lf_print(f);
-  assert_non_null(strstr(text, "parallel for n_kb_oht"));
+  assert_non_null(strstr(text, "parallel for n_oht_kb"));   /* the input outweighs the weights: rows outer */
   assert_non_null(strstr(text, "fma("));
   assert_non_null(strstr(text, "fmax("));   /* the relu, in the epilogue */
   free(text);
   lf_free(f);
   temper_graph_destroy(g);
+}
+
+/* the parallel split: rows outer when the input outweighs the weights (the
+ * next layer reads what the same core wrote), output channels outer when
+ * the weights dominate (each core reads only its half of them) */
+static void test_parallel_split(void **state) {
+  (void)state;
+  static const struct { const char *model; const char *loop; } cases[] = {
+      {CONV("(1, 256, 28, 28)", "(256, 256, 3, 3)", ", padding=[1, 1]"), "parallel for n_oht"},   /* conv2d_nchwc */
+      {CONV("(1, 512, 3, 3)", "(512, 512, 3, 3)", ", padding=[1, 1]"), "parallel for n_kb"},
+      {CONV("(1, 64, 28, 28)", "(64, 64, 1, 1)", ""), "parallel for n_mt_kb"},                    /* conv2d_1x1 */
+      {CONV("(1, 512, 2, 2)", "(512, 512, 1, 1)", ""), "parallel for n_kb_mt"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    temper_graph *g = parse_ok(cases[i].model);
+    diag d = {0};
+    assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+    lfunc *f = NULL;
+    assert_int_equal(sched_lower(g->main->body->callee, 16, "k", &f, &d), TEMPER_OK);
+    char *text = lf_print(f);
+    int found = strstr(text, cases[i].loop) != NULL;
+    free(text);
+    lf_free(f);
+    temper_graph_destroy(g);
+    assert_true(found);
+  }
 }
 
 int main(void) {
@@ -314,6 +340,7 @@ int main(void) {
       cmocka_unit_test(test_every_op_against_reference),
       cmocka_unit_test(test_resnet_block_against_reference),
       cmocka_unit_test(test_loops_print),
+      cmocka_unit_test(test_parallel_split),
       cmocka_unit_test(test_layout_transforms),
       cmocka_unit_test(test_winograd_without_schedule_refused),
   };

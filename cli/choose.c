@@ -1,0 +1,280 @@
+/* choose.c: the schedule of every conv2d from a tuning database — the
+ * choice `temper build` makes and `temper run --db` repeats: the best usable
+ * record for this machine (graded target matching), the template versions
+ * in force, the thread count (or the nearest measured), weighing the layout
+ * transforms and cross-core reads a config would add; the template's
+ * default where there is none. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli.h"
+#include "log.h"
+#include "tune.h"
+
+typedef struct choice {
+  char key[256];
+  int count;               /* conv2d nodes of this workload */
+  double flops;            /* per occurrence */
+  int found;               /* a record was used */
+  int threads;             /* the record's thread count */
+  double median_s;
+  char config[512];
+  int stale;               /* records of older template versions, ignored */
+  int unusable;            /* records whose config today's space does not hold */
+  double fastest_s;        /* the fastest record, when layout picked another */
+  int level;               /* how the records' target matched */
+} choice;
+
+/* graded target matching: ORDER LEVEL */
+enum { LEVEL_EXACT, LEVEL_FEATURES, LEVEL_SUBSET, LEVEL_COUNT };
+static const char *const level_names[LEVEL_COUNT] = {"exact target", "same features, other CPU", "compatible subset of features"};
+
+struct db_chooser {
+  temper_db *db;
+  int64_t *targets[LEVEL_COUNT];   /* database targets at each level of match */
+  int n_targets[LEVEL_COUNT];
+  int max_level;           /* --match exact: LEVEL_EXACT */
+  int threads;
+  choice *c;
+  int n, cap;
+};
+
+static choice *choice_for(db_chooser *dc, const char *key) {
+  for (int i = 0; i < dc->n; i++)
+    if (!strcmp(dc->c[i].key, key)) return &dc->c[i];
+  if (dc->n == dc->cap) {
+    dc->cap = dc->cap ? dc->cap * 2 : 32;
+    choice *nc = realloc(dc->c, sizeof(choice) * (size_t)dc->cap);
+    if (!nc) return NULL;
+    dc->c = nc;
+  }
+  choice *c = &dc->c[dc->n++];
+  memset(c, 0, sizeof *c);
+  str_copy(c->key, sizeof c->key, key);
+  return c;
+}
+
+static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, const struct task_space *s, const conv_site *site,
+                         struct sched_config *out);
+
+/* the best usable record: exact target first, then other levels of match */
+int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
+  db_chooser *dc = ctx;
+  choice *c = choice_for(dc, key);
+  if (!c) { snprintf(err, n, "out of memory"); return -1; }
+  c->count++;
+  c->flops = workload_flops(&s->w);
+  if (c->count > 1) {   /* decided at the first occurrence */
+    if (!c->found) return 0;
+    return config_parse(s, c->config, out, err, n) ? -1 : 1;
+  }
+  if (!dc->db) return 0;
+  for (int lv = 0; lv <= dc->max_level; lv++) {
+    for (int k = 0; k < dc->n_targets[lv]; k++) c->stale += db_count_stale(dc->db, key, dc->targets[lv][k]);
+    if (pick_at_level(dc, c, lv, key, s, site, out)) return 1;
+  }
+  return 0;
+}
+
+/* the records of the targets at one level of match, at the build's thread
+ * count or the nearest measured; the fastest counting a layout transform */
+static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, const struct task_space *s, const conv_site *site,
+                         struct sched_config *out) {
+  /* a layout transform reads and writes a tensor (8 bytes a float) at about
+   * 60 GB/s — the rate the vector-copy schedule of layout_transform reaches
+   * in ResNet-50 in sequence, from L2 (0.01–0.05 ms each, `temper run
+   * --profile`): one on the input when the config's input block differs from
+   * what the producer writes, and, likely, one on the output when its block
+   * differs from the default block the neighbours use */
+  const double transform_bytes_per_s = 60e9;
+  double t_transform = (double)site->in_floats * 8 / transform_bytes_per_s, best_cost = 0;
+  const conv_workload *w = &s->w;
+  double t_out = (double)(w->N * w->K * workload_out(w, 2) * workload_out(w, 3)) * 8 / transform_bytes_per_s;
+  /* at several threads, a kernel split over output channels reads every
+   * input channel, (T-1)/T of them from the other cores' caches, when the
+   * producer split its rows (conv_split_rows): ~1.5 GB/s measured on
+   * ResNet-50 at two threads (`temper run --profile`, a 1×1 conv of stage 2:
+   * 1.67 ms in sequence, 0.54 ms alone), which the tuner's runner, feeding
+   * one hot input, never sees */
+  double t_remote = (double)site->in_floats * 4 * (dc->threads - 1) / dc->threads / 1.5e9;
+  sched_config def;
+  config_default(s, &def);
+  int64_t ob_def = def.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &def, "c_bn") : cfg_get(s, &def, "oc_bn");
+  int found = 0;
+  for (int k = 0; k < dc->n_targets[lv]; k++) {
+    int64_t tid = dc->targets[lv][k];
+    int *thr = NULL, nt = 0, use = dc->threads, have = 0;
+    db_threads_measured(dc->db, key, tid, &thr, &nt);
+    for (int i = 0; i < nt; i++) have |= thr[i] == use;
+    if (!have && nt) {
+      use = thr[0];
+      for (int i = 1; i < nt; i++)
+        if (abs(thr[i] - dc->threads) < abs(use - dc->threads)) use = thr[i];
+    }
+    free(thr);
+    db_record *recs = NULL;
+    int nr = 0;
+    if (!nt || db_ok_records(dc->db, key, tid, use, &recs, &nr)) { free(recs); continue; }
+    char perr[256];
+    for (int i = 0; i < nr && i < 64; i++) {
+      sched_config cfg;
+      if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) { c->unusable++; continue; }
+      int ib = (int)(cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "ic_bn"));
+      int free_read = site->in_block == 0 && cfg.tmpl != TMPL_DEPTHWISE && cfg.tmpl != TMPL_WINOGRAD;   /* NCHW is read as it is */
+      int64_t ob = cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "oc_bn");
+      double cost = recs[i].median_s + (ib == site->in_block || free_read ? 0 : t_transform) + (ob == ob_def ? 0 : t_out);
+      if (dc->threads > 1 && conv_split_rows(w) && !config_splits_rows(s, &cfg))
+        cost += t_remote;   /* splits over channels where the producer split over rows */
+      if (!found || cost < best_cost) {
+        found = 1;
+        best_cost = cost;
+        *out = cfg;
+        c->threads = use;
+        c->median_s = recs[i].median_s;
+        str_copy(c->config, sizeof c->config, recs[i].config);
+      }
+      if (!c->fastest_s || recs[i].median_s < c->fastest_s) c->fastest_s = recs[i].median_s;
+    }
+    free(recs);
+  }
+  if (found) {
+    c->found = 1;
+    c->level = lv;
+  }
+  return found;
+}
+
+/* the set of enabled features ("+x") of a feature string */
+static int has_feature(const char *features, const char *f, size_t n) {
+  for (const char *p = features; (p = strstr(p, "+")); p++)
+    if (!strncmp(p + 1, f, n) && (p[1 + n] == ',' || !p[1 + n])) return 1;
+  return 0;
+}
+
+static int features_subset(const char *a, const char *b) {   /* every +x of a is in b */
+  for (const char *p = a; (p = strchr(p, '+'));) {
+    p++;
+    size_t n = strcspn(p, ",");
+    if (!has_feature(b, p, n)) return 0;
+    p += n;
+  }
+  return 1;
+}
+
+static int arch_of(const char *triple, char *out, size_t n) {
+  size_t k = strcspn(triple, "-");
+  snprintf(out, n, "%.*s", (int)k, triple);
+  return 0;
+}
+
+static temper_status match_targets(db_chooser *dc, const cg_target *t) {
+  db_target_row *rows = NULL;
+  int n = 0;
+  temper_status s = db_targets(dc->db, &rows, &n);
+  if (s) return s;
+  char arch[64], darch[64];
+  arch_of(t->triple, arch, sizeof arch);
+  for (int lv = 0; lv < LEVEL_COUNT; lv++) dc->targets[lv] = calloc((size_t)n + 1, sizeof(int64_t));
+  for (int i = 0; i < n; i++) {
+    const db_target *d = &rows[i].t;
+    int same = features_subset(d->features, t->features) && features_subset(t->features, d->features);
+    arch_of(d->triple, darch, sizeof darch);
+    int lv = same && !strcmp(d->cpu, t->cpu) ? LEVEL_EXACT : same ? LEVEL_FEATURES
+             : !strcmp(arch, darch) && features_subset(d->features, t->features) ? LEVEL_SUBSET : -1;
+    if (lv >= 0 && dc->targets[lv]) dc->targets[lv][dc->n_targets[lv]++] = rows[i].id;
+  }
+  free(rows);
+  return TEMPER_OK;
+}
+
+/* --target CPU[:FEATURES]: well-known CPUs need no feature list */
+int cli_target_from_spec(const char *spec, cg_target *t) {
+  static const char *const avx2[] = {"haswell", "broadwell", "skylake", "alderlake", "znver1", "znver2", "znver3", "x86-64-v3", 0};
+  static const char *const avx512[] = {"skylake-avx512", "cascadelake", "icelake-server", "sapphirerapids", "znver4", "znver5",
+                                       "x86-64-v4", 0};
+  static const char *const base[] = {"x86-64", "x86-64-v2", "nehalem", "westmere", 0};
+  const char *colon = strchr(spec, ':');
+  snprintf(t->cpu, sizeof t->cpu, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+  if (colon) snprintf(t->features, sizeof t->features, "%s", colon + 1);
+  else {
+    const char *f = NULL;
+    for (int i = 0; avx2[i]; i++)
+      if (!strcmp(t->cpu, avx2[i])) f = "+sse4.2,+popcnt,+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+lzcnt,+movbe";
+    for (int i = 0; avx512[i]; i++)
+      if (!strcmp(t->cpu, avx512[i]))
+        f = "+sse4.2,+popcnt,+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+lzcnt,+movbe,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512cd,+evex512";
+    for (int i = 0; base[i]; i++)
+      if (!strcmp(t->cpu, base[i])) f = "+sse4.2,+popcnt";
+    if (!f) return -1;
+    snprintf(t->features, sizeof t->features, "%s", f);
+  }
+  t->vec = log_vec_of_features(t->features);
+  return 0;
+}
+
+db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads, int exact, const char *who) {
+  if (dbpath && access(dbpath, F_OK)) {
+    fprintf(stderr, "temper %s: %s: no such database (tune first, or leave out --db for the default configs)\n", who, dbpath);
+    return NULL;
+  }
+  db_chooser *dc = calloc(1, sizeof *dc);
+  if (!dc) return NULL;
+  dc->threads = threads;
+  dc->max_level = exact ? LEVEL_EXACT : LEVEL_SUBSET;
+  if (!dbpath) return dc;   /* no database: the defaults, listed */
+  char err[4096];
+  if (temper_db_open(dbpath, &dc->db, err, sizeof err)) {
+    fprintf(stderr, "temper: %s\n", err);
+    db_chooser_close(dc);
+    return NULL;
+  }
+  db_set_tmpl_version_hook(tune_tmpl_version);
+  if (match_targets(dc, t)) {
+    fprintf(stderr, "temper: %s\n", db_errmsg(dc->db));
+    db_chooser_close(dc);
+    return NULL;
+  }
+  return dc;
+}
+
+void db_chooser_close(db_chooser *dc) {
+  if (!dc) return;
+  free(dc->c);
+  for (int lv = 0; lv < LEVEL_COUNT; lv++) free(dc->targets[lv]);
+  temper_db_close(dc->db);
+  free(dc);
+}
+
+int db_chooser_report(const db_chooser *dc) {
+  double total = 0, fell = 0, est = 0;
+  int n_fell = 0, n_stale = 0, est_complete = 1, threads = dc->threads;
+  for (int i = 0; i < dc->n; i++) total += dc->c[i].flops * dc->c[i].count;
+  printf("%-66s %5s  %s\n", "workload", "count", "schedule");
+  for (int i = 0; i < dc->n; i++) {
+    const choice *c = &dc->c[i];
+    n_stale += c->stale;
+    if (c->found) {
+      printf("%-66.66s %5d  record (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c->key, c->count, level_names[c->level], c->median_s * 1e3,
+             c->flops / c->median_s * 1e-9, c->threads != threads ? " [nearest measured thread count]" : "", c->config);
+      if (c->threads != threads)
+        printf("    measured at %d thread%s; this build runs %d\n", c->threads, c->threads > 1 ? "s" : "", threads);
+      if (c->fastest_s < c->median_s)
+        printf("    chosen over the fastest record (%.3f ms) to spare a layout transform or reads from other cores\n", c->fastest_s * 1e3);
+      est += c->median_s * c->count;
+    } else {
+      printf("%-66.66s %5d  default config (no record)\n", c->key, c->count);
+      fell += c->flops * c->count;
+      n_fell++;
+      est_complete = 0;
+    }
+  }
+  if (n_stale) printf("ignored %d record%s of older template versions\n", n_stale, n_stale > 1 ? "s" : "");
+  if (n_fell)
+    printf("fallback: %d of %d workloads use the default config: %.1f%% of the model's conv2d FLOPs\n", n_fell, dc->n,
+           total > 0 ? 100 * fell / total : 0);
+  if (est > 0)
+    printf("estimated conv2d latency from the records: %.2f ms%s\n", est * 1e3, est_complete ? "" : " (workloads without records not counted)");
+  return n_fell;
+}
