@@ -301,33 +301,39 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
   int vec = s->vec;
   const tmpl_space *t = space_tmpl(s, TMPL_DEPTHWISE);
   if (!t) t = space_tmpl(s, TMPL_1X1);
-  if (!t && allow_winograd && w->C >= vec && w->K >= vec && w->C * w->K <= 128 * 128) t = space_tmpl(s, TMPL_WINOGRAD);
+  if (!t && allow_winograd && w->C >= vec && w->K >= vec && w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64)
+    t = space_tmpl(s, TMPL_WINOGRAD);
   if (!t) t = &s->t[0];
   memset(c, 0, sizeof *c);
   c->tmpl = t->tmpl;
   for (int i = 0; i < t->n_knobs; i++) c->v[i] = t->knobs[i].vals[0];
   int64_t OH = workload_out(w, 2), OW = workload_out(w, 3);
   if (t->tmpl == TMPL_WINOGRAD) {
-    /* Winograd tile 4 for narrow layers (C, K ≥ a vector, C·K ≤ 128²: ResNet's 56×56 and
-     * 28×28 3×3 layers: 2.5–3× the direct default, measured) — the layout
-     * pass falls back to direct for weights that are not constants. Wide
-     * layers keep the direct default: their transformed weights (4× the
-     * direct ones at tile 4) come from memory in a whole network, and
-     * without tuning Winograd measured slower there (ResNet-50's 7×7 layer
-     * at two threads: 2.3 ms against 0.6). Blocks of one vector, so
-     * neighbours agree on NCHW16c; the output channels split too when there
-     * are few tile blocks to share out. */
-    int64_t m = 4;
+    /* Winograd for 3×3 stride-1 layers up to C·K = 256² with at least 8×8
+     * outputs: tile 4 up to 128² (ResNet's 56×56 and 28×28 layers), tile 2
+     * beyond (14×14: its transformed weights, 16/9 of the direct ones, come
+     * from memory in a whole network; tile 4's are 4×). The small 7×7 layers
+     * keep the direct default (untuned Winograd measured 2.3 ms against 0.6
+     * there). The blocks and register tile are what tuning ResNet-50 found
+     * best on all four 3×3 layers at one and two threads (bench/RESULTS.md):
+     * output channels in two vectors, 14 tiles per register block, input
+     * blocks of half a vector for wide layers; all oc-blocks multiplied
+     * before one output-transform pass (stage 1) where the scratch allows.
+     * Input and output blocks then differ, and chained layers need a
+     * layout transform (~0.02 ms): input blocks equal to the output's (32)
+     * measured 2–7 % slower on whole untuned ResNets than these blocks with
+     * the transforms. The layout pass falls back to direct for weights that
+     * are not constants. */
+    int64_t m = w->C * w->K <= 128 * 128 ? 4 : 2;
     set_knob(t, c, "tile", m);
-    set_knob(t, c, "ic_bn", vec);
-    set_knob(t, c, "oc_bn", vec);
-    int64_t nv = cfg_get(s, c, "oc_bn") / lanes_of(cfg_get(s, c, "oc_bn"), vec), tiles = winograd_tiles(w, m);
-    int64_t tb = 8 / nv < tiles ? 8 / nv : tiles;
-    set_knob(t, c, "t_bn", tb);
-    tb = cfg_get(s, c, "t_bn");
-    set_knob(t, c, "par", w->N * ((tiles + tb - 1) / tb) < 8);
-    set_knob(t, c, "stage", 0);
+    set_knob(t, c, "ic_bn", w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);
+    set_knob(t, c, "oc_bn", w->K % (2 * vec) == 0 ? 2 * vec : vec);
+    int64_t tiles = winograd_tiles(w, m);
+    set_knob(t, c, "t_bn", 14 < tiles ? 14 : tiles);
+    set_knob(t, c, "par", 0);
+    set_knob(t, c, "stage", 1);
     set_knob(t, c, "unroll_c", 0);
+    if (!space_valid(s, c)) set_knob(t, c, "stage", 0);
     if (space_valid(s, c)) return;
     t = &s->t[0];   /* not valid (scratch too large): the direct default */
     memset(c, 0, sizeof *c);
