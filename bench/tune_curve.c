@@ -4,10 +4,12 @@
  * it draws the best-so-far curve of every run, one SVG per layer.
  *
  * usage: bench/tune_curve [--trials N] [--trials-of SEARCH=N]... [--seeds K] [--search random,ga,xgb]
- *                         [--svg DIR] [--layer NAME]... [--ref LAYER=GFLOPS]...
+ *                         [--svg DIR] [--layer NAME]... [--ref LAYER=GFLOPS]... [--no-default]
  * --trials-of gives one search a longer (or shorter) run, so that a slow
  * search's trials to 95 % are counted rather than cut off; --ref folds in the
- * best GFLOP/s an earlier, longer run found for a layer ("best known"). */
+ * best GFLOP/s an earlier, longer run found for a layer ("best known");
+ * --no-default leaves out the default config the tuner measures first, so
+ * that a good default does not hide how the searches differ. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-  int trials = 150, seeds = 3, n_only = 0, n_kinds = 0, ktrials[4] = {0}, n_ref = 0;
+  int trials = 150, seeds = 3, n_only = 0, n_kinds = 0, ktrials[4] = {0}, n_ref = 0, no_default = 0;
   const char *only[8], *svg = NULL, *ref_name[8];
   double ref_gflops[8];
   search_kind kinds[4];
@@ -44,6 +46,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--layer") && i + 1 < argc && n_only < 8) only[n_only++] = argv[++i];
     else if (!strcmp(argv[i], "--search") && i + 1 < argc) klist = argv[++i];
     else if (!strcmp(argv[i], "--svg") && i + 1 < argc) svg = argv[++i];
+    else if (!strcmp(argv[i], "--no-default")) no_default = 1;
     else if (!strcmp(argv[i], "--trials-of") && i + 1 < argc && strchr(argv[i + 1], '=')) {
       const char *v = argv[++i];
       for (int k = 0; k < 4; k++)
@@ -55,7 +58,7 @@ int main(int argc, char **argv) {
       ref_gflops[n_ref++] = atof(eq + 1);
     } else {
       fprintf(stderr, "usage: bench/tune_curve [--trials N] [--trials-of SEARCH=N]... [--seeds K] [--search random,ga,xgb] [--svg DIR]\n"
-                      "                        [--layer NAME]... [--ref LAYER=GFLOPS]...\n");
+                      "                        [--layer NAME]... [--ref LAYER=GFLOPS]... [--no-default]\n");
       return 2;
     }
   }
@@ -106,7 +109,7 @@ int main(int argc, char **argv) {
         memset(c, 0, sizeof *c);
         tune_opts o = {.trials = ktrials[kinds[k]], .search = kinds[k], .seed = 100 + (uint64_t)s, .build_jobs = 2,
                        .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10}, .runner_binary = runner,
-                       .on_record = on_record, .on_record_ctx = c};
+                       .on_record = on_record, .on_record_ctx = c, .no_default = no_default};
         tune_task_result r;
         double t0 = now();
         if (tune_run(db, &t, 1, &o, "tune_curve", &r, &d)) { fprintf(stderr, "%s\n", d.msg); return 1; }

@@ -318,7 +318,7 @@ static temper_status task_batch(tuner *tu, task_state *st, int want, int budget,
   int n = 0;
   *n_done = 0;
   if (want > BATCH) want = BATCH;
-  if (!search_seen(&st->sr, st->def_idx)) {   /* the default config first: the baseline of the summary */
+  if (!tu->o->no_default && !search_seen(&st->sr, st->def_idx)) {   /* the default config first: the baseline of the summary */
     search_mark(&st->sr, st->def_idx);
     idx[n++] = st->def_idx;
   }

@@ -30,6 +30,7 @@ typedef struct tune_opts {
   void *on_record_ctx;
   void *log;                /* FILE*: progress and summary; NULL: quiet */
   int tty;                  /* live progress lines */
+  int no_default;           /* do not measure the default config first (benchmarks of the search alone) */
 } tune_opts;
 
 typedef struct tune_task_result {

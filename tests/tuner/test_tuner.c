@@ -140,6 +140,34 @@ static void test_reproducible_under_a_seed(void **state) {
   }
 }
 
+/* the default config is measured first, unless no_default (benchmarks of
+ * the search alone) */
+static void test_default_first(void **state) {
+  (void)state;
+  tune_task t;
+  make_task(&t, 64, 56, 64);
+  sched_config def;
+  config_default(&t.space, &def);
+  int64_t def_idx = space_index(&t.space, &def);
+  for (int skip = 0; skip < 2; skip++) {
+    temper_db *db = NULL;
+    char err[512];
+    assert_int_equal(temper_db_open(tmpdb("default"), &db, err, sizeof err), TEMPER_OK);
+    fake *f = calloc(1, sizeof *f);
+    tune_opts o = fake_opts(f, SEARCH_RANDOM, 5, 8);
+    o.no_default = skip;
+    tune_task_result r;
+    diag d = {0};
+    assert_int_equal(tune_run(db, &t, 1, &o, "test", &r, &d), TEMPER_OK);
+    int measured = 0;
+    for (int i = 0; i < f->calls; i++) measured |= f->seen[i] == def_idx;
+    if (!skip) assert_int_equal(f->seen[0], def_idx);
+    else assert_false(measured);   /* 8 random picks from ~8,600 valid configs: the default is not among them under this seed */
+    free(f);
+    temper_db_close(db);
+  }
+}
+
 /* on the synthetic landscape GA finds better configs than random in the same
  * budget, over several seeds */
 static void test_ga_improves(void **state) {
@@ -388,7 +416,7 @@ int main(void) {
       cmocka_unit_test(test_scheduler_favours_gain),
       cmocka_unit_test(test_cost_model_ranks), cmocka_unit_test(test_xgb_search),
       cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
-      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_resume_with_fake),
+      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first),           cmocka_unit_test(test_resume_with_fake),
       cmocka_unit_test(test_real_tune_records_and_errors), cmocka_unit_test(test_concurrent_tuners),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
