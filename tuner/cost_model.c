@@ -60,8 +60,11 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   f[12] = (float)(Cg * ob * w->R * w->S * 4) / 1048576.0f;
   f[13] = lg((double)(Cg * w->R * w->S));
   f[14] = (float)acc / (float)(nv + cols * rows);
+  int64_t row_tiles = (OH + rows - 1) / rows;
   int64_t tasks = c->tmpl == TMPL_1X1 ? w->N * (w->K / ob) * ((OH * OW + cols - 1) / cols)
-                                      : w->N * (w->K / ob) * (par ? 1 : (OH + rows - 1) / rows);
+                  : !par            ? w->N * (w->K / ob) * row_tiles
+                  : c->tmpl == TMPL_NCHWC && conv_split_rows(w) ? w->N * row_tiles   /* par=1 over rows: (n, row tile) */
+                                                                : w->N * (w->K / ob);
   f[15] = lg((double)tasks / 2.0);
   int64_t span = c->tmpl == TMPL_1X1 ? OH * OW : OW;
   f[16] = (float)(((span + cols - 1) / cols) * cols - span) / (float)span;
