@@ -2,15 +2,11 @@
  * library: the best record of every workload for this machine (choose.c),
  * the template's default where there is none (listed, with its share of the
  * model's FLOPs; --strict refuses), linked with the runtime into OUT.so. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "aot.h"
 #include "cli.h"
-#include "log.h"
-#include "tune.h"
 
 static int usage(void) {
   fprintf(stderr, "usage: temper build MODEL [--db FILE] -o OUT.so [--params DIR] [--threads N] [--strict]\n"

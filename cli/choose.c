@@ -4,7 +4,6 @@
  * in force, the thread count (or the nearest measured), weighing the layout
  * transforms and cross-core reads a config would add; the template's
  * default where there is none. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
