@@ -24,6 +24,9 @@ typedef struct choice {
   int unusable;            /* records whose config today's space does not hold */
   double fastest_s;        /* the fastest record, when layout picked another */
   int level;               /* how the records' target matched */
+  int n_alt;               /* alternatives for `temper refine`: the best record of other classes */
+  char alt[REFINE_MAX_ALT][512];
+  double alt_s[REFINE_MAX_ALT];
 } choice;
 
 /* graded target matching: ORDER LEVEL */
@@ -36,6 +39,7 @@ struct db_chooser {
   int n_targets[LEVEL_COUNT];
   int max_level;           /* --match exact: LEVEL_EXACT */
   int threads;
+  int want_alt;            /* alternatives to collect per workload (refine) */
   choice *c;
   int n, cap;
 };
@@ -57,6 +61,37 @@ static choice *choice_for(db_chooser *dc, const char *key) {
 
 static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, const struct task_space *s, const conv_site *site,
                          struct sched_config *out);
+
+/* What makes two configs worth measuring against each other in context:
+ * the template, how the kernel splits over threads, and the channel blocks
+ * it reads and writes (so the layout transforms around it). */
+static int64_t config_class(const struct task_space *s, const struct sched_config *c) {
+  int64_t ib = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, "c_bn") : cfg_get(s, c, "ic_bn");
+  int64_t ob = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, "c_bn") : cfg_get(s, c, "oc_bn");
+  return (((int64_t)c->tmpl * 2 + config_splits_rows(s, c)) * 4096 + ib) * 4096 + ob;
+}
+
+/* the fastest record of each class but the chosen config's, within
+ * REFINE_SLOWER of the fastest record, fastest first (recs are sorted) */
+static void collect_alternatives(db_chooser *dc, choice *c, const struct task_space *s, const struct sched_config *chosen,
+                                 const db_record *recs, int nr) {
+  int64_t seen[64];
+  int n_seen = 0;
+  seen[n_seen++] = config_class(s, chosen);
+  for (int i = 0; i < nr && c->n_alt < dc->want_alt && c->n_alt < REFINE_MAX_ALT; i++) {
+    if (recs[i].median_s > recs[0].median_s * REFINE_SLOWER) break;
+    sched_config cfg;
+    char perr[256];
+    if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) continue;
+    int64_t k = config_class(s, &cfg);
+    int dup = 0;
+    for (int j = 0; j < n_seen; j++) dup |= seen[j] == k;
+    if (dup || n_seen == 64) continue;
+    seen[n_seen++] = k;
+    str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
+    c->alt_s[c->n_alt++] = recs[i].median_s;
+  }
+}
 
 /* the best usable record: exact target first, then other levels of match */
 int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
@@ -136,6 +171,7 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
       }
       if (!c->fastest_s || recs[i].median_s < c->fastest_s) c->fastest_s = recs[i].median_s;
     }
+    if (found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, out, recs, nr);
     free(recs);
   }
   if (found) {
@@ -236,6 +272,17 @@ db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads,
     return NULL;
   }
   return dc;
+}
+
+void db_chooser_want_alternatives(db_chooser *dc, int k) { dc->want_alt = k < REFINE_MAX_ALT ? k : REFINE_MAX_ALT; }
+
+int db_chooser_count(const db_chooser *dc) { return dc->n; }
+
+void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
+  const choice *c = &dc->c[i];
+  *out = (chooser_entry){.key = c->key, .count = c->count, .flops = c->flops, .config = c->found ? c->config : NULL,
+                         .median_s = c->found ? c->median_s : 0, .n_alt = c->n_alt};
+  for (int k = 0; k < c->n_alt; k++) out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k];
 }
 
 void db_chooser_close(db_chooser *dc) {

@@ -36,6 +36,25 @@ db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads,
 int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
                       char *err, size_t n);   /* a sched_chooser; ctx: the db_chooser */
 int db_chooser_report(const db_chooser *dc);  /* prints the choices; returns the workloads that fell back */
+/* for `temper refine`: also collect, per workload, up to k alternatives —
+ * the fastest record of each other class (template, split over threads,
+ * channel blocks) within REFINE_SLOWER of the fastest record, from this
+ * machine's records */
+enum { REFINE_MAX_ALT = 6 };
+#define REFINE_SLOWER 1.3
+void db_chooser_want_alternatives(db_chooser *dc, int k);
+typedef struct chooser_entry {
+  const char *key;
+  int count;
+  double flops;
+  const char *config;       /* NULL: the default config */
+  double median_s;
+  int n_alt;
+  const char *alt[REFINE_MAX_ALT];
+  double alt_s[REFINE_MAX_ALT];
+} chooser_entry;
+int db_chooser_count(const db_chooser *dc);   /* workloads seen, in first-occurrence order */
+void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out);   /* pointers valid until close */
 void db_chooser_close(db_chooser *dc);
 int cli_target_from_spec(const char *spec, cg_target *t);   /* --target CPU[:FEATURES]; -1 if unknown */
 
@@ -45,6 +64,7 @@ int cmd_space(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_build(int argc, char **argv);
+int cmd_refine(int argc, char **argv);
 int cli_run_library(const char *path, int threads, int repeat, model_data *md, const char *save_dir);
 struct tune_task;
 int cli_find_task(struct tune_task *tasks, int n, const char *k);

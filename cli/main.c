@@ -11,6 +11,7 @@ static void usage(FILE *f) {
           "  lower MODEL  print the fused program (--fused) or every kernel's loop IR (--loops)\n"
           "  space MODEL  the tuning tasks and their knob spaces (--task K for one)\n"
           "  tune MODEL --db FILE   tune every conv2d workload, recording every measurement\n"
+          "  refine MODEL --db FILE  choose among the records by timing the whole model (kept in the database)\n"
           "  build MODEL --db FILE -o OUT.so   a library with the best recorded schedules\n"
           "  db show FILE           what a tuning database holds\n"
           "  version      print the version\n"
@@ -26,6 +27,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
   if (!strcmp(cmd, "build")) return cmd_build(argc - 1, argv + 1);
+  if (!strcmp(cmd, "refine")) return cmd_refine(argc - 1, argv + 1);
   if (!strcmp(cmd, "__runner")) return runner_main();   /* hidden: the tuner's measuring process */
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("temper %s\n", TEMPER_VERSION); return 0; }
   if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }

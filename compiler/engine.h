@@ -49,11 +49,15 @@ typedef struct exec {
   int *output_bufs;
   shape_t *output_shapes;
   temper_pool *pool;
+  int pool_borrowed;        /* exec_share_pool: not destroyed with the exec */
 } exec;
 /* exec_create: needs a fused graph (main calls primitive functions only) */
 temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec **out, diag *d);
 void exec_destroy(exec *x);
 void exec_set_input(exec *x, int i, const float *data);
+/* runs on p (which outlives x) instead of its own pool: programs timed
+ * alternately share one set of threads, none left spinning in between */
+void exec_share_pool(exec *x, temper_pool *p);
 void exec_run(exec *x);
 const float *exec_output(const exec *x, int i);
 

@@ -116,8 +116,14 @@ void exec_destroy(exec *x) {
   free(x->input_bufs);
   free(x->output_bufs);
   free(x->output_shapes);
-  temper_pool_destroy(x->pool);
+  if (!x->pool_borrowed) temper_pool_destroy(x->pool);
   free(x);
+}
+
+void exec_share_pool(exec *x, temper_pool *p) {
+  if (!x->pool_borrowed) temper_pool_destroy(x->pool);
+  x->pool = p;
+  x->pool_borrowed = 1;
 }
 
 void exec_set_input(exec *x, int i, const float *data) {

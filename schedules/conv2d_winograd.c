@@ -6,9 +6,9 @@
  * The output is cut into m×m tiles (TH × TW per image, row-major, the last
  * ones partial); a task takes t_bn consecutive tiles:
  *
- *   parallel over (n, tile block)                  [par=1: (n, tile block, oc-block)]
+ *   parallel over (n, oc group, tile block)        [par=1: (n, tile block, oc-block)]
  *     V[e][icb][t][ic] = (Bᵀ d B)[e]   for its tiles, every input channel     (local)
- *     for each oc-block kb (of the task):
+ *     for each oc-block kb of the task (its group's KB/oc_split, or its one):
  *       for e in alpha²:                           batched GEMM, register tile t_bn × ob
  *         acc[t][j] = Σ_c  bcast(V[e][c][t]) · U[kb][e][c][j*16 : +16]
  *         M[e][t] = acc                                                     (local)
@@ -24,10 +24,10 @@
 typedef struct wino {
   conv_ctx *c;
   wino_mats mt;
-  int64_t m, a, tb, par, stage, unroll_c;
+  int64_t m, a, tb, par, stage, unroll_c, split;
   int64_t TH, TW, P1, TB;
   int vb, mb;            /* local buffers V and M */
-  int v_n, v_blk, v_kb;
+  int v_n, v_blk, v_kb, v_g;   /* v_g: the oc group (par=0) */
 } wino;
 
 /* Σ coef[i]·v[i] over the nonzero coefficients, as a new slot */
@@ -216,16 +216,22 @@ static void block(wino *k, lstmt *blk, lexpr *p0, int tbn) {
     output_transform(k, blk, CV(c, k->v_kb), CI(c, 0), p0, tbn);
     return;
   }
-  lstmt *lk = ls_add(f, blk, ls_for(f, k->v_kb, CI(c, 0), CI(c, c->KB), LOOP_SERIAL));
-  lexpr *mk = k->stage ? CV(c, k->v_kb) : CI(c, 0);
+  /* the group's oc-blocks: kb = g·KBg + j, M's block j */
+  int64_t KBg = c->KB / k->split;
+  int v_j = lf_var(f, "j");
+  lexpr *kb0 = lx_mul(f, CV(c, k->v_g), CI(c, KBg));
+  lstmt *lk = ls_add(f, blk, ls_for(f, v_j, CI(c, 0), CI(c, KBg), LOOP_SERIAL));
+  ls_add(f, lk, ls_let(f, k->v_kb, lx_add(f, kb0, CV(c, v_j))));
+  lexpr *mk = k->stage ? CV(c, v_j) : CI(c, 0);
   multiply(k, lk, CV(c, k->v_kb), mk, tbn);
   if (!k->stage) {
     output_transform(k, lk, CV(c, k->v_kb), mk, p0, tbn);
     return;
   }
-  int v_kb2 = lf_var(f, "kb");
-  lstmt *lo = ls_add(f, blk, ls_for(f, v_kb2, CI(c, 0), CI(c, c->KB), LOOP_SERIAL));
-  output_transform(k, lo, CV(c, v_kb2), CV(c, v_kb2), p0, tbn);
+  int v_j2 = lf_var(f, "j"), v_kb2 = lf_var(f, "kb");
+  lstmt *lo = ls_add(f, blk, ls_for(f, v_j2, CI(c, 0), CI(c, KBg), LOOP_SERIAL));
+  ls_add(f, lo, ls_let(f, v_kb2, lx_add(f, kb0, CV(c, v_j2))));
+  output_transform(k, lo, CV(c, v_kb2), CV(c, v_j2), p0, tbn);
 }
 
 temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
@@ -235,7 +241,7 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
   lfunc *f = c.f;
   wino k = {.c = &c, .m = cfg_get(&c.space, &c.cfg, "tile"), .tb = cfg_get(&c.space, &c.cfg, "t_bn"),
             .par = cfg_get(&c.space, &c.cfg, "par"), .stage = cfg_get(&c.space, &c.cfg, "stage"),
-            .unroll_c = cfg_get(&c.space, &c.cfg, "unroll_c")};
+            .unroll_c = cfg_get(&c.space, &c.cfg, "unroll_c"), .split = cfg_get(&c.space, &c.cfg, "oc_split")};
   if (c.x_nchw || winograd_mats((int)k.m, &k.mt))
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d_winograd: needs a blocked input and tile 2, 4 or 6");
   k.a = k.m + 2;
@@ -251,8 +257,9 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
   k.v_n = lf_var(f, "n");
   k.v_blk = lf_var(f, "blk");
   k.v_kb = lf_var(f, "kb");
+  k.v_g = lf_var(f, "g");
   int vt = lf_var(f, "task");
-  int64_t tasks = c.w.N * k.TB * (k.par ? c.KB : 1);
+  int64_t tasks = c.w.N * k.TB * (k.par ? c.KB : k.split);
   lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, tasks), LOOP_PARALLEL));
   lexpr *t = CV(&c, vt);
   if (k.par) {
@@ -260,7 +267,12 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
     t = lx_bin(f, LO_DIV, t, CI(&c, c.KB));
   }
   ls_add(f, lt, ls_let(f, k.v_blk, lx_bin(f, LO_MOD, t, CI(&c, k.TB))));
-  ls_add(f, lt, ls_let(f, k.v_n, lx_bin(f, LO_DIV, t, CI(&c, k.TB))));
+  t = lx_bin(f, LO_DIV, t, CI(&c, k.TB));
+  if (!k.par) {   /* groups outer: a thread's range of tasks keeps to few groups */
+    ls_add(f, lt, ls_let(f, k.v_g, lx_bin(f, LO_MOD, t, CI(&c, k.split))));
+    t = lx_bin(f, LO_DIV, t, CI(&c, k.split));
+  }
+  ls_add(f, lt, ls_let(f, k.v_n, t));
   lexpr *p0 = lx_mul(f, CV(&c, k.v_blk), CI(&c, k.tb));
   int64_t full = k.P1 / k.tb, rem = k.P1 % k.tb;
   if (!rem) block(&k, lt, p0, (int)k.tb);

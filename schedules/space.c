@@ -33,7 +33,7 @@ int config_splits_rows(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
   case TMPL_NCHWC: return conv_split_rows(&s->w);
   case TMPL_1X1: return cfg_get(s, c, "loop") == 1;
-  case TMPL_WINOGRAD: return 1;   /* tile blocks outer */
+  case TMPL_WINOGRAD: return cfg_get(s, c, "oc_split") == 1;   /* tile blocks outer, or channel groups */
   default: return 0;              /* depthwise: channel blocks outer */
   }
 }
@@ -159,6 +159,13 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
     choice(add_knob(t, "par", KNOB_CHOICE), 2);     /* 0: (n, tile block) in parallel; 1: (n, tile block, oc-block) */
     choice(add_knob(t, "stage", KNOB_CHOICE), 2);   /* 0: output transform after each oc-block; 1: after all */
     choice(add_knob(t, "unroll_c", KNOB_BOOL), 2);
+    /* output-channel groups, outermost in parallel (par=0 only): at two
+     * threads each core then reads half the transformed weights (4.2 MB on
+     * ResNet's 14×14 layers, where the tile split reads them twice) and the
+     * work halves evenly even when the tile blocks do not (49 tiles) */
+    knob *g = add_knob(t, "oc_split", KNOB_CHOICE);
+    g->vals[g->n++] = 1, g->vals[g->n++] = 2, g->vals[g->n++] = 4;
+    g->appended = 1;
     finish(s, t);
   }
   if (depthwise) {
@@ -244,6 +251,8 @@ int space_valid(const task_space *s, const sched_config *c) {
     int64_t ob = cfg_get(s, c, "oc_bn"), m = cfg_get(s, c, "tile"), tb = cfg_get(s, c, "t_bn");
     if ((ob / lanes_of(ob, vec)) * tb > REG_BUDGET || tb > winograd_tiles(&s->w, m)) return 0;
     if (cfg_get(s, c, "par") == 1 && cfg_get(s, c, "stage") == 1) return 0;   /* one oc-block per task: stage is moot */
+    int64_t split = cfg_get(s, c, "oc_split");
+    if (split > 1 && (cfg_get(s, c, "par") != 0 || (s->w.K / ob) % split)) return 0;
     int64_t v, m2;
     winograd_scratch(s, c, &v, &m2);
     return 4 * (v + m2) <= LF_MAX_LOCAL_BYTES;
@@ -267,7 +276,7 @@ void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_flo
   int64_t tiles = winograd_tiles(w, m);
   if (tb > tiles) tb = tiles;
   /* M holds every oc-block of the task when they are all multiplied first */
-  int64_t blocks = cfg_get(s, c, "par") == 0 && cfg_get(s, c, "stage") ? w->K / ob : 1;
+  int64_t blocks = cfg_get(s, c, "par") == 0 && cfg_get(s, c, "stage") ? w->K / ob / cfg_get(s, c, "oc_split") : 1;
   *v_floats = a2 * w->C * tb;
   *m_floats = a2 * tb * ob * blocks;
 }
@@ -333,6 +342,7 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
     set_knob(t, c, "par", 0);
     set_knob(t, c, "stage", 1);
     set_knob(t, c, "unroll_c", 0);
+    set_knob(t, c, "oc_split", 1);
     if (!space_valid(s, c)) set_knob(t, c, "stage", 0);
     if (space_valid(s, c)) return;
     t = &s->t[0];   /* not valid (scratch too large): the direct default */
@@ -413,15 +423,21 @@ static int set_value(const tmpl_space *t, sched_config *c, const char *name, int
   return -1;
 }
 
-static int check_complete(const task_space *s, const sched_config *c, uint32_t seen, char *err, size_t n) {
+/* every knob given, or an appended one left to its first value */
+static int check_complete(const task_space *s, sched_config *c, uint32_t seen, char *err, size_t n) {
   const tmpl_space *t = space_tmpl(s, c->tmpl);
   for (int i = 0; i < t->n_knobs; i++)
-    if (!(seen & (1u << i))) {
+    if (!(seen & (1u << i)) && t->knobs[i].appended) c->v[i] = t->knobs[i].vals[0];
+    else if (!(seen & (1u << i))) {
       snprintf(err, n, "knob %s is missing", t->knobs[i].name);
       return -1;
     }
   if (!space_valid(s, c)) {
-    snprintf(err, n, "the register tile of this config needs more than %d vector registers", REG_BUDGET);
+    if (c->tmpl == TMPL_WINOGRAD)
+      snprintf(err, n, "this config is not valid: its register tile needs more than %d vector registers, its scratch "
+               "more than %d KiB, or it combines par=1 with stage=1 or with oc_split, or oc_split does not divide the "
+               "output-channel blocks", REG_BUDGET, LF_MAX_LOCAL_BYTES / 1024);
+    else snprintf(err, n, "the register tile of this config needs more than %d vector registers", REG_BUDGET);
     return -1;
   }
   return 0;

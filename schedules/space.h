@@ -24,6 +24,8 @@ typedef struct knob {
   knob_kind kind;           /* SPLIT: a factor of an axis; CHOICE: one of a list; BOOL: 0/1 */
   int n;                    /* candidates */
   int64_t vals[SPACE_MAX_CANDS];
+  int appended;             /* added after records existed, last in its template, its first value the old
+                               behaviour: a config text without it means that value, and no index changes */
 } knob;
 
 /* ORDER TMPL: id, name, version (bump when old measurements become meaningless) */

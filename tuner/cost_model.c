@@ -17,11 +17,14 @@
  *   16     wasted work of the last partial column tile (fraction)
  *   17–21  log2 OW, log2 C, log2 K, R, stride
  * For the Winograd template (3) the same slots hold its analogues: 3 t_bn
- * (tiles per register block), 4 the tile m, 5 unroll_c, 6 stage, 7 par,
+ * (tiles per register block), 4 the tile m, 5 unroll_c, 6 stage, 7 par
+ * (+ 2·log2 oc_split: 2 and 4 for two and four output-channel groups),
  * 10 the weight bytes of a reduction step, 11 the transformed-input block
  * (alpha²·C·t_bn floats) / 1 MiB, 12 one oc-block's transformed weights /
  * 1 MiB, 13 log2 of the multiplications per output against direct (alpha²/m²
- * of 9), 15 tasks per thread, 16 the wasted work of partial tiles.          */
+ * of 9), 15 tasks per thread, 16 the wasted work of partial tiles.
+ * Records from before oc_split existed have oc_split 1: their features are
+ * unchanged.                                                                */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +79,9 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
     f[11] = (float)(a2 * w->C * cols * 4) / 1048576.0f;
     f[12] = (float)(a2 * w->C * ob * 4) / 1048576.0f;
     f[13] = lg((double)a2 / (double)(m * m) / 9.0);
-    f[15] = lg((double)(w->N * ((TH * TW + cols - 1) / cols) * (par ? w->K / ob : 1)) / 2.0);
+    int64_t split = cfg_get(sp, c, "oc_split");
+    f[7] = (float)par + 2.0f * lg((double)split);
+    f[15] = lg((double)(w->N * ((TH * TW + cols - 1) / cols) * (par ? w->K / ob : split)) / 2.0);
     f[16] = (float)(TH * m * TW * m - OH * OW) / (float)(OH * OW);
   }
 }

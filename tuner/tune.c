@@ -490,3 +490,32 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
   for (int k = 0; k < tu.b.n; k++) cg_compiler_destroy(tu.b.cc[k]);
   return s;
 }
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median_sorting(double *v, int n) {   /* sorts v */
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void tune_paired_compare(const double *base, const double *cand, int n, paired_result *r) {
+  *r = (paired_result){.n = n};
+  double *v = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+  if (!v || n <= 0) { free(v); return; }
+  for (int i = 0; i < n; i++) v[i] = base[i];
+  r->base_s = median_sorting(v, n);
+  for (int i = 0; i < n; i++) {
+    v[i] = base[i] - cand[i];
+    r->wins += v[i] > 0;
+  }
+  r->gain_s = median_sorting(v, n);
+  r->rel = r->base_s > 0 ? r->gain_s / r->base_s : 0;
+  free(v);
+}
+
+int tune_paired_better(const paired_result *r, double min_rel) {
+  return r->n > 0 && r->rel >= min_rel && r->wins * 10 >= r->n * 6;
+}

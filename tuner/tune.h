@@ -47,6 +47,19 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
                        tune_task_result *results, diag *d);
 /* the scheduler's expected gain of another batch of task t (see tune.c) */
 double tune_task_priority(const tune_task *t, const double *hist, int batches, double best_s);
+/* Two programs timed alternately, pair by pair (`temper refine`): the gain
+ * of the candidate is the median over pairs of base − candidate, so a drift
+ * of the machine's speed, which moves both times of a pair alike, cancels;
+ * wins counts the pairs the candidate won. */
+typedef struct paired_result {
+  int n, wins;
+  double base_s;        /* median of the base's times */
+  double gain_s;        /* median of the pairwise differences (> 0: the candidate is faster) */
+  double rel;           /* gain_s / base_s */
+} paired_result;
+void tune_paired_compare(const double *base, const double *cand, int n, paired_result *r);
+/* faster by at least min_rel, and in at least 60 % of the pairs */
+int tune_paired_better(const paired_result *r, double min_rel);
 /* the version in force of a template, by name (-1 unknown) */
 int tune_tmpl_version(const char *name);
 /* the machine as the database records it */

@@ -224,9 +224,117 @@ static void test_space_round_trips(void **state) {
   assert_string_equal(k1, "conv2d_n1_c64_h56_w56_k64_r3s3_st1x1_p1x1x1x1_d1x1_g1_f32_nchw");
 }
 
+/* oc_split was appended to conv2d_winograd after records of it existed:
+ * an older config text means oc_split=1 with the index it always had; the
+ * knob's own limits are refused with a reason; the split decides how the
+ * kernel divides over threads */
+static void test_appended_knob_keeps_records(void **state) {
+  (void)state;
+  conv_workload w = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  task_space sp;
+  space_build(&w, 16, &sp);
+  const tmpl_space *wt = space_tmpl(&sp, TMPL_WINOGRAD);
+  assert_non_null(wt);
+  assert_string_equal(wt->knobs[wt->n_knobs - 1].name, "oc_split");
+  sched_config old, now;
+  char err[512];
+  const char *before = "{\"template\":\"conv2d_winograd\",\"tile\":2,\"ic_bn\":8,\"oc_bn\":32,\"t_bn\":14,\"par\":0,\"stage\":1,\"unroll_c\":false}";
+  assert_int_equal(config_parse(&sp, before, &old, err, sizeof err), 0);
+  assert_int_equal(cfg_get(&sp, &old, "oc_split"), 1);
+  /* its index is what it was when oc_split did not exist: the radix of the
+   * first seven knobs, oc_split's place contributing 0 */
+  int64_t idx = 0, radix = 1;
+  for (int i = 0; i < wt->n_knobs - 1; i++) {
+    int p = 0;
+    while (wt->knobs[i].vals[p] != old.v[i]) p++;
+    idx += p * radix;
+    radix *= wt->knobs[i].n;
+  }
+  assert_int_equal(space_index(&sp, &old), wt->offset + idx);
+  assert_true(config_splits_rows(&sp, &old));
+  assert_int_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=2", &now, err, sizeof err), 0);
+  assert_int_equal(space_index(&sp, &now), wt->offset + idx + 1 * radix);
+  assert_false(config_splits_rows(&sp, &now));
+  /* par=1 already splits by oc-block */
+  assert_int_not_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=1,stage=0,unroll_c=0,oc_split=2", &now, err, sizeof err), 0);
+  assert_non_null(strstr(err, "oc_split"));
+  /* 64 output channels in blocks of 32 cannot make 4 groups */
+  conv_workload w64 = {1, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  task_space sp64;
+  space_build(&w64, 16, &sp64);
+  assert_int_not_equal(config_parse(&sp64, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=7,par=0,stage=0,unroll_c=0,oc_split=4", &now, err, sizeof err), 0);
+  assert_non_null(strstr(err, "oc_split does not divide"));
+  assert_int_equal(config_parse(&sp64, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=7,par=0,stage=0,unroll_c=0,oc_split=2", &now, err, sizeof err), 0);
+  assert_int_not_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=3", &now, err, sizeof err), 0);
+  assert_non_null(strstr(err, "knob oc_split: 3 is not a candidate"));
+  /* a knob that is not appended stays required */
+  assert_int_not_equal(config_parse(&sp, "{\"template\":\"conv2d_winograd\",\"tile\":2,\"ic_bn\":8,\"oc_bn\":32,\"t_bn\":14,\"par\":0,\"stage\":1}", &now, err, sizeof err), 0);
+  assert_non_null(strstr(err, "knob unroll_c is missing"));
+  /* the canonical text names it */
+  char json[512];
+  config_json(&sp, &old, json, sizeof json);
+  assert_non_null(strstr(json, "\"oc_split\":1}"));
+}
+
+/* oc_split=2 (channel groups outermost) computes the reference result at
+ * one and two threads, on a layer whose 49 tiles do not halve */
+static void test_winograd_oc_split_matches_reference(void **state) {
+  (void)state;
+  shape_case sc = {"s4_3x3_256_small", 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
+  conv_workload w = {1, sc.C, sc.H, sc.W, sc.K, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  task_space sp;
+  space_build(&w, engine->target.vec, &sp);
+  char key[256], err[512];
+  workload_key(&w, key, sizeof key);
+  static const char *const cfgs[] = {"conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=2",
+                                     "conv2d_winograd:tile=4,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=4"};
+  for (int c = 0; c < 2; c++)
+    for (int threads = 1; threads <= 2; threads++) {
+      fixed fx = {key, {0}};
+      assert_int_equal(config_parse(&sp, cfgs[c], &fx.cfg, err, sizeof err), 0);
+      char text[1024];
+      snprintf(text, sizeof text,
+               "def @main(%%x: Tensor[(1, 64, 14, 14), float32], %%w: Tensor[(64, 64, 3, 3), float32]) {\n"
+               "  nn.conv2d(%%x, %%w, padding=[1, 1, 1, 1])\n}\n");
+      temper_graph *g = parse_ok(text);
+      float *vals[2];
+      for (int i = 0; i < 2; i++) {
+        vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&g->main->params[i]->ty.shape));
+        data_random_param(vals[i], &g->main->params[i]->ty.shape, 77 + (uint64_t)i, i == 0, 0);
+      }
+      diag d = {0};
+      float **ref = NULL;
+      int n_ref = 0;
+      assert_int_equal(ref_eval_func(g->main, (const float *const *)vals, &ref, &n_ref, &d), TEMPER_OK);
+      float *input = vals[0];
+      vals[0] = NULL;
+      assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+      pipeline_opts o = {.vec = engine->target.vec, .choose = choose_fixed, .ctx = &fx};
+      assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+      exec *x = NULL;
+      assert_int_equal(exec_create(engine, g, threads, &x, &d), TEMPER_OK);
+      exec_set_input(x, 0, input);
+      exec_run(x);
+      const float *got = exec_output(x, 0);
+      double e = 0, scale = 1e-6;
+      for (int64_t i = 0; i < shape_numel(&x->output_shapes[0]); i++) {
+        if (fabs((double)got[i] - ref[0][i]) > e) e = fabs((double)got[i] - ref[0][i]);
+        if (fabs(ref[0][i]) > scale) scale = fabs(ref[0][i]);
+      }
+      assert_true(e / scale < winograd_tolerance((int)cfg_get(&sp, &fx.cfg, "tile")));
+      exec_destroy(x);
+      free(input);
+      free(vals[1]);
+      free(ref[0]);
+      free(ref);
+      temper_graph_destroy(g);
+    }
+}
 
 int main(int argc, char **argv) {
   if (argc > 1) part = atoi(argv[1]);
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_space_round_trips), cmocka_unit_test(test_random_configs_match_reference)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_space_round_trips), cmocka_unit_test(test_appended_knob_keeps_records),
+                                     cmocka_unit_test(test_winograd_oc_split_matches_reference),
+                                     cmocka_unit_test(test_random_configs_match_reference)};
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
