@@ -55,7 +55,8 @@ int cmd_build(int argc, char **argv) {
   if (strcmp(target, "host"))
     printf("target: %s (%s), %d-float vectors%s\n", t.cpu, t.features, t.vec, dbpath ? "" : "");
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
-  if (cli_read_model(model, &g) || cli_model_data(g, &md) || cli_bind_and_optimize(g, &md, &po)) goto out;
+  if (cli_read_model(model, &g) || db_chooser_set_model(dc, g) || cli_model_data(g, &md) || cli_bind_and_optimize(g, &md, &po))
+    goto out;
   int n_fell = db_chooser_report(dc);
   if (strict && n_fell) {
     fprintf(stderr, "temper build: --strict: %d workload%s have no tuning record for this machine\n", n_fell, n_fell > 1 ? "s" : "");

@@ -24,6 +24,10 @@ typedef struct choice {
   int unusable;            /* records whose config today's space does not hold */
   double fastest_s;        /* the fastest record, when layout picked another */
   int level;               /* how the records' target matched */
+  int in_context;          /* a choice of `temper refine` replaced the records' pick */
+  double gain_s;           /* ... saving this much in the whole model */
+  char refined_at[32];
+  char replaced[512];      /* the records' pick it replaced */
   int n_alt;               /* alternatives for `temper refine`: the best record of other classes */
   char alt[REFINE_MAX_ALT][512];
   double alt_s[REFINE_MAX_ALT];
@@ -40,6 +44,10 @@ struct db_chooser {
   int max_level;           /* --match exact: LEVEL_EXACT */
   int threads;
   int want_alt;            /* alternatives to collect per workload (refine) */
+  char model[24];          /* the model's signature (db_chooser_set_model), "" if not set */
+  db_choice *choices;      /* refine's choices for it at the exact target and this thread count */
+  int n_choices;
+  int stale_choices;       /* choices whose records' pick changed since */
   choice *c;
   int n, cap;
 };
@@ -71,25 +79,63 @@ static int64_t config_class(const struct task_space *s, const struct sched_confi
   return (((int64_t)c->tmpl * 2 + config_splits_rows(s, c)) * 4096 + ib) * 4096 + ob;
 }
 
+/* refine's choice for this workload, if it replaced what the records chose
+ * now and is itself still a record: its config instead */
+static void apply_choice(db_chooser *dc, choice *c, const char *key, const struct task_space *s, struct sched_config *out,
+                         const db_record *recs, int nr) {
+  for (int i = 0; i < dc->n_choices; i++) {
+    const db_choice *ch = &dc->choices[i];
+    if (strcmp(ch->workload, key)) continue;
+    sched_config cfg;
+    char perr[256];
+    int rec = -1;
+    for (int k = 0; k < nr && rec < 0; k++)
+      if (!strcmp(recs[k].config, ch->config)) rec = k;
+    if (strcmp(ch->replaces, c->config) || rec < 0 || tune_tmpl_version(ch->tmpl) != ch->tmpl_version ||
+        config_parse(s, ch->config, &cfg, perr, sizeof perr)) {
+      dc->stale_choices++;
+      return;
+    }
+    *out = cfg;
+    c->in_context = 1;
+    c->gain_s = ch->gain_s;
+    str_copy(c->refined_at, sizeof c->refined_at, ch->measured_at);
+    str_copy(c->replaced, sizeof c->replaced, c->config);
+    str_copy(c->config, sizeof c->config, ch->config);
+    c->median_s = recs[rec].median_s;
+    return;
+  }
+}
+
 /* the fastest record of each class but the chosen config's, within
- * REFINE_SLOWER of the fastest record, fastest first (recs are sorted) */
+ * REFINE_SLOWER of the fastest record: first one per (template, split over
+ * threads) — what a record alone cannot value — then per channel blocks;
+ * recs are sorted fastest first */
 static void collect_alternatives(db_chooser *dc, choice *c, const struct task_space *s, const struct sched_config *chosen,
                                  const db_record *recs, int nr) {
   int64_t seen[64];
-  int n_seen = 0;
-  seen[n_seen++] = config_class(s, chosen);
-  for (int i = 0; i < nr && c->n_alt < dc->want_alt && c->n_alt < REFINE_MAX_ALT; i++) {
-    if (recs[i].median_s > recs[0].median_s * REFINE_SLOWER) break;
-    sched_config cfg;
-    char perr[256];
-    if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) continue;
-    int64_t k = config_class(s, &cfg);
-    int dup = 0;
-    for (int j = 0; j < n_seen; j++) dup |= seen[j] == k;
-    if (dup || n_seen == 64) continue;
-    seen[n_seen++] = k;
-    str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
-    c->alt_s[c->n_alt++] = recs[i].median_s;
+  for (int pass = 0; pass < 2; pass++) {
+    int64_t coarse = pass == 0 ? 4096 * 4096 : 1;   /* pass 0 compares template and split only */
+    int n_seen = 0;
+    seen[n_seen++] = config_class(s, chosen) / coarse;
+    for (int a = 0; a < c->n_alt && n_seen < 64; a++) {   /* what pass 0 took */
+      sched_config cfg;
+      char perr[256];
+      if (!config_parse(s, c->alt[a], &cfg, perr, sizeof perr)) seen[n_seen++] = config_class(s, &cfg) / coarse;
+    }
+    for (int i = 0; i < nr && c->n_alt < dc->want_alt && c->n_alt < REFINE_MAX_ALT; i++) {
+      if (recs[i].median_s > recs[0].median_s * REFINE_SLOWER) break;
+      sched_config cfg;
+      char perr[256];
+      if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) continue;
+      int64_t k = config_class(s, &cfg) / coarse;
+      int dup = 0;
+      for (int j = 0; j < n_seen; j++) dup |= seen[j] == k;
+      if (dup || n_seen == 64) continue;
+      seen[n_seen++] = k;
+      str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
+      c->alt_s[c->n_alt++] = recs[i].median_s;
+    }
   }
 }
 
@@ -172,6 +218,7 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
       if (!c->fastest_s || recs[i].median_s < c->fastest_s) c->fastest_s = recs[i].median_s;
     }
     if (found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, out, recs, nr);
+    if (found && lv == LEVEL_EXACT && use == dc->threads) apply_choice(dc, c, key, s, out, recs, nr);
     free(recs);
   }
   if (found) {
@@ -274,6 +321,54 @@ db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads,
   return dc;
 }
 
+/* the model's conv2d workloads in order, hashed: what refine's choices
+ * belong to (weights do not matter, the sequence of layers does) */
+int db_chooser_set_model(db_chooser *dc, temper_graph *g) {
+  diag d = {.path = g->path, .text = g->text};
+  if (typeinfer(g, &d)) { fprintf(stderr, "%s\n", d.msg); return -1; }
+  arena scratch = {0};
+  int n = 0;
+  node **order = ir_topo(&scratch, g->main->body, &n);
+  if (!order && n) { arena_free(&scratch); return -1; }
+  uint64_t h = 1469598103934665603ull;
+  for (int i = 0; i < n; i++) {
+    conv_workload w;
+    if (workload_of(order[i], &w)) continue;
+    char key[256];
+    workload_key(&w, key, sizeof key);
+    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = (h ^ '\n') * 1099511628211ull;
+  }
+  arena_free(&scratch);
+  snprintf(dc->model, sizeof dc->model, "%016llx", (unsigned long long)h);
+  free(dc->choices);
+  dc->choices = NULL;
+  dc->n_choices = 0;
+  for (int k = 0; dc->db && k < dc->n_targets[LEVEL_EXACT]; k++) {
+    db_choice *got = NULL;
+    int ng = 0;
+    if (db_choices_get(dc->db, dc->model, dc->targets[LEVEL_EXACT][k], dc->threads, &got, &ng)) {
+      fprintf(stderr, "temper: %s\n", db_errmsg(dc->db));
+      return -1;
+    }
+    db_choice *all = realloc(dc->choices, sizeof *all * (size_t)(dc->n_choices + ng + 1));
+    if (!all) { free(got); return -1; }
+    dc->choices = all;
+    memcpy(dc->choices + dc->n_choices, got, sizeof *got * (size_t)ng);
+    dc->n_choices += ng;
+    free(got);
+  }
+  return 0;
+}
+
+const char *db_chooser_model(const db_chooser *dc) { return dc->model; }
+
+void db_chooser_ignore_choices(db_chooser *dc) {
+  free(dc->choices);
+  dc->choices = NULL;
+  dc->n_choices = 0;
+}
+
 void db_chooser_want_alternatives(db_chooser *dc, int k) { dc->want_alt = k < REFINE_MAX_ALT ? k : REFINE_MAX_ALT; }
 
 int db_chooser_count(const db_chooser *dc) { return dc->n; }
@@ -288,6 +383,7 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
 void db_chooser_close(db_chooser *dc) {
   if (!dc) return;
   free(dc->c);
+  free(dc->choices);
   for (int lv = 0; lv < LEVEL_COUNT; lv++) free(dc->targets[lv]);
   temper_db_close(dc->db);
   free(dc);
@@ -306,7 +402,10 @@ int db_chooser_report(const db_chooser *dc) {
              c->flops / c->median_s * 1e-9, c->threads != threads ? " [nearest measured thread count]" : "", c->config);
       if (c->threads != threads)
         printf("    measured at %d thread%s; this build runs %d\n", c->threads, c->threads > 1 ? "s" : "", threads);
-      if (c->fastest_s < c->median_s)
+      if (c->in_context)
+        printf("    chosen in context by temper refine (%.10s): %.3f ms faster in the whole model than the records' pick %s\n",
+               c->refined_at, c->gain_s * 1e3, c->replaced);
+      else if (c->fastest_s < c->median_s)
         printf("    chosen over the fastest record (%.3f ms) to spare a layout transform or reads from other cores\n", c->fastest_s * 1e3);
       est += c->median_s * c->count;
     } else {
@@ -317,6 +416,9 @@ int db_chooser_report(const db_chooser *dc) {
     }
   }
   if (n_stale) printf("ignored %d record%s of older template versions\n", n_stale, n_stale > 1 ? "s" : "");
+  if (dc->stale_choices)
+    printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", dc->stale_choices,
+           dc->stale_choices > 1 ? "s" : "");
   if (n_fell)
     printf("fallback: %d of %d workloads use the default config: %.1f%% of the model's conv2d FLOPs\n", n_fell, dc->n,
            total > 0 ? 100 * fell / total : 0);

@@ -43,6 +43,12 @@ int db_chooser_report(const db_chooser *dc);  /* prints the choices; returns the
 enum { REFINE_MAX_ALT = 6 };
 #define REFINE_SLOWER 1.3
 void db_chooser_want_alternatives(db_chooser *dc, int k);
+/* the model being built (before its passes): its signature, and refine's
+ * choices for it, which then replace the records' pick where that pick is
+ * still what refine replaced; -1 with a message on failure */
+int db_chooser_set_model(db_chooser *dc, temper_graph *g);
+const char *db_chooser_model(const db_chooser *dc);   /* the signature, 16 hex digits */
+void db_chooser_ignore_choices(db_chooser *dc);        /* refine: start from the records alone */
 typedef struct chooser_entry {
   const char *key;
   int count;

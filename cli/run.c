@@ -111,7 +111,12 @@ int cmd_run(int argc, char **argv) {
   if (o.config_file && !(configs = cli_load_config_file(o.config_file))) { free(in_nodes); free(in_vals); goto out; }
   if (configs) po.choose = cli_config_choose, po.ctx = configs;
   db_chooser *dc = NULL;   /* --db: the schedules `temper build --threads N` would choose */
-  if (o.db && !(dc = db_chooser_open(o.db, &e->target, o.threads, 0, "run"))) { free(in_nodes); free(in_vals); goto out; }
+  if (o.db && (!(dc = db_chooser_open(o.db, &e->target, o.threads, 0, "run")) || db_chooser_set_model(dc, g))) {
+    free(in_nodes);
+    free(in_vals);
+    db_chooser_close(dc);
+    goto out;
+  }
   if (dc) po.choose = db_chooser_choose, po.ctx = dc;
   int bad = cli_bind_and_optimize(g, &md, &po);
   json_decref(configs);

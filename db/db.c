@@ -58,6 +58,14 @@ static const char *schema_v2 =
     "  temper_version TEXT NOT NULL, run_id INTEGER REFERENCES runs(id), remeasure INTEGER NOT NULL DEFAULT 0, error TEXT);"
     "CREATE INDEX IF NOT EXISTS records_best ON records(workload_id, target_id, template, template_version, threads, status, median_s);";
 
+/* schema version 3 adds the choices of `temper refine` */
+static const char *schema_v3_choices =
+    "CREATE TABLE IF NOT EXISTS choices(id INTEGER PRIMARY KEY, model TEXT NOT NULL,"
+    "  target_id INTEGER NOT NULL REFERENCES targets(id), threads INTEGER NOT NULL,"
+    "  workload_id INTEGER NOT NULL REFERENCES workloads(id), template TEXT NOT NULL, template_version INTEGER NOT NULL,"
+    "  config TEXT NOT NULL, replaces TEXT NOT NULL, gain_s REAL NOT NULL, measured_at TEXT NOT NULL, host TEXT NOT NULL,"
+    "  temper_version TEXT NOT NULL, UNIQUE(model, target_id, threads, workload_id));";
+
 static temper_status set_version(temper_db *db) {
   char sql[128];
   snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta(key, value) VALUES('schema_version', '%d');", DB_SCHEMA_VERSION);
@@ -85,10 +93,12 @@ static temper_status schema(temper_db *db) {
     return TEMPER_EDB;
   }
   if (version == DB_SCHEMA_VERSION) return TEMPER_OK;
-  if (version == 1) {   /* v1 → v2: records gain error text and the re-measure flag */
-    if (exec(db, "ALTER TABLE records ADD COLUMN remeasure INTEGER NOT NULL DEFAULT 0;"
-                 "ALTER TABLE records ADD COLUMN error TEXT;"))
+  if (version == 1 || version == 2) {
+    if (version == 1 && exec(db, "ALTER TABLE records ADD COLUMN remeasure INTEGER NOT NULL DEFAULT 0;"
+                                 "ALTER TABLE records ADD COLUMN error TEXT;"))   /* v1 → v2: error text, re-measure flag */
       return fail(db, "migrating schema version 1 to 2");
+    if (exec(db, schema_v3_choices)) return fail(db, "migrating schema version 2 to 3");   /* v2 → v3: choices */
+    return set_version(db);
   } else if (have_meta || version) {
     snprintf(db->err, sizeof db->err, "%s: meta table without a schema version: not a temper database", db->path);
     return TEMPER_EDB;
@@ -103,7 +113,7 @@ static temper_status schema(temper_db *db) {
       return TEMPER_EDB;
     }
   }
-  if (exec(db, schema_v2)) return fail(db, "creating the schema");
+  if (exec(db, schema_v2) || exec(db, schema_v3_choices)) return fail(db, "creating the schema");
   return set_version(db);
 }
 
@@ -575,4 +585,83 @@ int db_has_record(temper_db *db, const db_record *r) {
   int found = sqlite3_step(st) == SQLITE_ROW;
   sqlite3_finalize(st);
   return found;
+}
+
+temper_status db_choices_replace(temper_db *db, const char *model, int64_t target_id, int threads, const db_choice *c, int n,
+                                 const char *host, const char *temper_version) {
+  if (exec(db, "BEGIN IMMEDIATE")) return fail(db, "cannot lock for writing");
+  sqlite3_stmt *st = NULL;
+  temper_status s = TEMPER_OK;
+  if (sqlite3_prepare_v2(db->h, "DELETE FROM choices WHERE model=?1 AND target_id=?2 AND threads=?3", -1, &st, NULL)) {
+    s = fail(db, "preparing a choice delete");
+    goto out;
+  }
+  sqlite3_bind_text(st, 1, model, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, target_id);
+  sqlite3_bind_int(st, 3, threads);
+  int rc = sqlite3_step(st);
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) { s = fail(db, "deleting old choices"); goto out; }
+  char when[32];
+  utc_now(when, sizeof when);
+  for (int i = 0; i < n && !s; i++) {
+    if (sqlite3_prepare_v2(db->h,
+                           "INSERT INTO choices(model, target_id, threads, workload_id, template, template_version, config, replaces,"
+                           " gain_s, measured_at, host, temper_version) VALUES(?1, ?2, ?3, (SELECT id FROM workloads WHERE key=?4),"
+                           " ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", -1, &st, NULL)) {
+      s = fail(db, "preparing a choice insert");
+      break;
+    }
+    sqlite3_bind_text(st, 1, model, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, target_id);
+    sqlite3_bind_int(st, 3, threads);
+    sqlite3_bind_text(st, 4, c[i].workload, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, c[i].tmpl, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 6, c[i].tmpl_version);
+    sqlite3_bind_text(st, 7, c[i].config, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 8, c[i].replaces, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 9, c[i].gain_s);
+    sqlite3_bind_text(st, 10, c[i].measured_at[0] ? c[i].measured_at : when, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 11, host, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 12, temper_version, -1, SQLITE_TRANSIENT);
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) s = fail(db, "inserting a choice (is the workload in the database?)");
+  }
+out:
+  if (s) exec(db, "ROLLBACK");
+  else if (exec(db, "COMMIT")) s = fail(db, "commit");
+  return s;
+}
+
+temper_status db_choices_get(temper_db *db, const char *model, int64_t target_id, int threads, db_choice **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db->h,
+                         "SELECT w.key, c.template, c.template_version, c.config, c.replaces, c.gain_s, c.measured_at, c.host"
+                         " FROM choices c JOIN workloads w ON w.id = c.workload_id"
+                         " WHERE c.model=?1 AND c.target_id=?2 AND c.threads=?3 ORDER BY c.id", -1, &st, NULL))
+    return fail(db, "preparing a choice query");
+  sqlite3_bind_text(st, 1, model, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, target_id);
+  sqlite3_bind_int(st, 3, threads);
+  int cap = 0, rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    db_choice *no = row_room(*out, &cap, *n, sizeof **out, 16);
+    if (!no) { sqlite3_finalize(st); free(*out); *out = NULL; *n = 0; return TEMPER_ENOMEM; }
+    *out = no;
+    db_choice *c = &(*out)[(*n)++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->workload, sizeof c->workload, "%s", (const char *)sqlite3_column_text(st, 0));
+    snprintf(c->tmpl, sizeof c->tmpl, "%s", (const char *)sqlite3_column_text(st, 1));
+    c->tmpl_version = sqlite3_column_int(st, 2);
+    snprintf(c->config, sizeof c->config, "%s", (const char *)sqlite3_column_text(st, 3));
+    snprintf(c->replaces, sizeof c->replaces, "%s", (const char *)sqlite3_column_text(st, 4));
+    c->gain_s = sqlite3_column_double(st, 5);
+    snprintf(c->measured_at, sizeof c->measured_at, "%s", (const char *)sqlite3_column_text(st, 6));
+    snprintf(c->host, sizeof c->host, "%s", (const char *)sqlite3_column_text(st, 7));
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? TEMPER_OK : fail(db, "reading choices");
 }

@@ -4,15 +4,17 @@
  * includes sqlite3.h.
  *
  * Tables: meta (schema version), targets, workloads, runs (one per tune
- * invocation), records (one per measurement, errors included). The best
- * record is a query, never a stored flag. */
+ * invocation), records (one per measurement, errors included), choices
+ * (what `temper refine` kept for a model: a config measured better in the
+ * whole network than the one the records chose). The best record is a
+ * query, never a stored flag. */
 #ifndef TEMPER_DB_H
 #define TEMPER_DB_H
 #include <stddef.h>
 #include <stdint.h>
 #include "temper/temper.h"
 
-enum { DB_SCHEMA_VERSION = 2 };
+enum { DB_SCHEMA_VERSION = 3 };
 
 typedef struct temper_db temper_db;
 
@@ -102,6 +104,26 @@ typedef temper_status (*db_record_fn)(void *ctx, const db_record *r, const char 
 temper_status db_foreach(temper_db *db, int best_only, db_record_fn fn, void *ctx);
 /* a record with the same workload, target, config, threads, host, time, status */
 int db_has_record(temper_db *db, const db_record *r);
+
+/* A choice of `temper refine`: for the model with this signature (its conv2d
+ * workloads in order), target and thread count, use config for the workload
+ * while the records would choose `replaces` — a change of the records makes
+ * it stale. gain_s: what it saved in the whole model, measured. */
+typedef struct db_choice {
+  char workload[256];
+  char tmpl[32];
+  int tmpl_version;
+  char config[512];
+  char replaces[512];
+  double gain_s;
+  char measured_at[32];
+  char host[64];
+} db_choice;
+/* replaces every choice of (model, target, threads) with these, in one transaction */
+temper_status db_choices_replace(temper_db *db, const char *model, int64_t target_id, int threads, const db_choice *c, int n,
+                                 const char *host, const char *temper_version);
+/* the choices of (model, target, threads); *out malloc'd */
+temper_status db_choices_get(temper_db *db, const char *model, int64_t target_id, int threads, db_choice **out, int *n);
 
 /* `temper db show`: one row per (workload, target, threads) */
 temper_status db_show(temper_db *db, void *file);

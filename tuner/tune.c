@@ -517,5 +517,5 @@ void tune_paired_compare(const double *base, const double *cand, int n, paired_r
 }
 
 int tune_paired_better(const paired_result *r, double min_rel) {
-  return r->n > 0 && r->rel >= min_rel && r->wins * 10 >= r->n * 6;
+  return r->n > 0 && r->rel >= min_rel && (min_rel < 0 || r->wins * 10 >= r->n * 6);
 }

@@ -58,7 +58,8 @@ typedef struct paired_result {
   double rel;           /* gain_s / base_s */
 } paired_result;
 void tune_paired_compare(const double *base, const double *cand, int n, paired_result *r);
-/* faster by at least min_rel, and in at least 60 % of the pairs */
+/* faster by at least min_rel, and in at least 60 % of the pairs; a negative
+ * min_rel (accept being up to that much slower) drops the pair count */
 int tune_paired_better(const paired_result *r, double min_rel);
 /* the version in force of a template, by name (-1 unknown) */
 int tune_tmpl_version(const char *name);

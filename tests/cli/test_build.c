@@ -74,6 +74,54 @@ static void test_hand_inserted_record_is_used(void **state) {
   expect(sh("%s run %s/h.so --db %s/h.db", T, dir, dir), 2, "need the model's source");
 }
 
+/* insert an ok record of the c16_h8 workload with this config and time */
+static void insert_record(const char *db, const char *cfg, double median_s) {
+  char sqlpath[512];
+  snprintf(sqlpath, sizeof sqlpath, "%s/insert.sql", dir);
+  FILE *f = fopen(sqlpath, "w");
+  fprintf(f, "INSERT INTO records(workload_id, target_id, template, template_version, config, config_index, threads,"
+             " status, median_s, min_s, max_s, rounds, gflops, measured_at, host, temper_version)"
+             " SELECT r.workload_id, r.target_id, r.template, r.template_version, '%s', 0, 1, 'ok', %g, %g, %g, 3, 1, 'now', 'test', '0'"
+             " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.key LIKE '%%c16_h8%%' LIMIT 1;\n",
+          cfg, median_s, median_s, median_s);
+  fclose(f);
+  expect(sh("sqlite3 %s < %s", db, sqlpath), 0, NULL);
+}
+
+/* temper refine: the alternatives of a workload are compiled and timed in
+ * the whole model; what it keeps is stored for the model and used by
+ * build and run --db while the records' pick it replaced still stands.
+ * --min-gain -1000 keeps every alternative, so the test does not depend on
+ * which program this machine happens to run faster. */
+static void test_refine_choices(void **state) {
+  (void)state;
+  char db[512];
+  snprintf(db, sizeof db, "%s/r.db", dir);
+  expect(sh("%s tune " MODEL " --db %s --trials 1 --top-k 0 --min-repeat-ms 1 --task c16_h8", T, db), 0, NULL);
+  const char *a = "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2,\"oh_bn\":1,\"unroll_kw\":false,\"order\":1,\"par\":1}";
+  const char *b = "{\"template\":\"conv2d_nchwc\",\"ic_bn\":8,\"oc_bn\":16,\"ow_bn\":4,\"oh_bn\":1,\"unroll_kw\":true,\"order\":0,\"par\":0}";
+  insert_record(db, a, 1e-9);
+  insert_record(db, b, 1.2e-9);   /* within REFINE_SLOWER of the fastest, another class (input blocks) */
+  expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0, "kept");
+  expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0, "1 choice for this model at 1 thread");
+  expect(sh("sqlite3 %s 'SELECT count(*) FROM choices'", db), 0, "1");
+  expect(sh("%s build " MODEL " --db %s -o %s/r.so", T, db, dir), 0, "chosen in context by temper refine");
+  expect(sh("%s build " MODEL " --db %s -o %s/r.so", T, db, dir), 0, "\"ic_bn\":8,\"oc_bn\":16,\"ow_bn\":4");
+  expect(sh("%s run " MODEL " --db %s --repeat 1 --check", T, db), 0, "chosen in context by temper refine");
+  /* only at the thread count refine measured */
+  result r = sh("%s build " MODEL " --db %s -o %s/r.so --threads 2", T, db, dir);
+  assert_int_equal(r.code, 0);
+  assert_null(strstr(r.out, "chosen in context"));
+  free(r.out);
+  /* the records change: their pick is no longer what refine replaced */
+  insert_record(db, "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":1,\"oh_bn\":1,\"unroll_kw\":false,\"order\":0,\"par\":0}", 1e-10);
+  expect(sh("%s build " MODEL " --db %s -o %s/r.so", T, db, dir), 0, "ignored 1 choice of temper refine: the records changed since");
+  /* bad use */
+  expect(sh("%s refine " MODEL, T), 2, "usage: temper refine");
+  expect(sh("%s refine " MODEL " --db %s/none.db", T, dir), 1, "no such database");
+  expect(sh("%s refine " MODEL " --db %s --alternatives 99", T, db), 2, "--alternatives 1..");
+}
+
 static void test_fallback_and_strict(void **state) {
   (void)state;
   expect(sh("%s build " MODEL " -o %s/f.so", T, dir), 0, "fallback: 2 of 2 workloads use the default config: 100.0% of the model's conv2d FLOPs");
@@ -153,7 +201,7 @@ static void test_weights_beside_and_size_checks(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tune_build_run),         cmocka_unit_test(test_hand_inserted_record_is_used),
-      cmocka_unit_test(test_fallback_and_strict),    cmocka_unit_test(test_library_needs_only_libc),
+      cmocka_unit_test(test_refine_choices), cmocka_unit_test(test_fallback_and_strict),    cmocka_unit_test(test_library_needs_only_libc),
       cmocka_unit_test(test_c_example),              cmocka_unit_test(test_weights_beside_and_size_checks),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

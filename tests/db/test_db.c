@@ -80,10 +80,11 @@ static void test_future_schema_refused(void **state) {
   sql("UPDATE meta SET value='99' WHERE key='schema_version'");
   assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_EDB);
   assert_null(db);
-  assert_non_null(strstr(err, "schema version 99, newer than this temper understands (2)"));
+  assert_non_null(strstr(err, "schema version 99, newer than this temper understands (3)"));
 }
 
-/* a version 1 database (records without error text and re-measure flag) is migrated, data kept */
+/* a version 1 database (records without error text and re-measure flag, no
+ * choices) is migrated through version 2 to 3, data kept */
 static void test_migration_from_v1(void **state) {
   (void)state;
   clean();
@@ -107,10 +108,66 @@ static void test_migration_from_v1(void **state) {
   assert_int_equal(db_best(db, "wk", 1, 1, &best), 1);
   assert_int_equal(best.config_index, 7);
   assert_int_equal(best.remeasure, 0);
+  db_choice *ch = NULL;
+  int nch = -1;
+  assert_int_equal(db_choices_get(db, "m", 1, 1, &ch, &nch), TEMPER_OK);   /* the new table exists */
+  assert_int_equal(nch, 0);
+  free(ch);
   temper_db_close(db);
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "sqlite3 %s \"SELECT value FROM meta WHERE key='schema_version'\" | grep -qx 2", path);
+  snprintf(cmd, sizeof cmd, "sqlite3 %s \"SELECT value FROM meta WHERE key='schema_version'\" | grep -qx 3", path);
   assert_int_equal(system(cmd), 0);
+}
+
+/* choices of `temper refine`: replaced as a set per (model, target,
+ * threads), kept apart per model and thread count, refused for a workload
+ * the database does not know (and then nothing of the set is written) */
+static void test_choices(void **state) {
+  (void)state;
+  clean();
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  db_target t = {"x86_64-pc-linux-gnu", "znver5", "+avx2", "19", 2};
+  int64_t tid, wid;
+  assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
+  assert_int_equal(db_workload_id(db, "wk1", "conv2d", "{}", 1, &wid), TEMPER_OK);
+  assert_int_equal(db_workload_id(db, "wk2", "conv2d", "{}", 1, &wid), TEMPER_OK);
+  db_choice c[2] = {{"wk1", "conv2d_nchwc", 2, "{\"a\":1}", "{\"a\":0}", 1e-4, "", ""},
+                    {"wk2", "conv2d_1x1", 1, "{\"b\":1}", "{\"b\":0}", 2e-4, "", ""}};
+  assert_int_equal(db_choices_replace(db, "sigA", tid, 2, c, 2, "host", "0.1"), TEMPER_OK);
+  assert_int_equal(db_choices_replace(db, "sigA", tid, 1, c, 1, "host", "0.1"), TEMPER_OK);
+  assert_int_equal(db_choices_replace(db, "sigB", tid, 2, c + 1, 1, "host", "0.1"), TEMPER_OK);
+  db_choice *got = NULL;
+  int n = 0;
+  assert_int_equal(db_choices_get(db, "sigA", tid, 2, &got, &n), TEMPER_OK);
+  assert_int_equal(n, 2);
+  assert_string_equal(got[0].workload, "wk1");
+  assert_string_equal(got[0].replaces, "{\"a\":0}");
+  assert_string_equal(got[1].config, "{\"b\":1}");
+  assert_int_equal(got[1].tmpl_version, 1);
+  assert_true(got[1].gain_s > 1.9e-4 && got[1].gain_s < 2.1e-4);
+  assert_true(got[0].measured_at[0] != 0);
+  free(got);
+  /* a new refine replaces the set: one choice left */
+  assert_int_equal(db_choices_replace(db, "sigA", tid, 2, c + 1, 1, "host", "0.1"), TEMPER_OK);
+  assert_int_equal(db_choices_get(db, "sigA", tid, 2, &got, &n), TEMPER_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(got[0].workload, "wk2");
+  free(got);
+  assert_int_equal(db_choices_get(db, "sigA", tid, 1, &got, &n), TEMPER_OK);
+  assert_int_equal(n, 1);
+  free(got);
+  /* an unknown workload: an error naming it, the old set kept */
+  db_choice bad = {"nope", "conv2d_nchwc", 2, "{}", "{}", 0, "", ""};
+  db_choice two[2] = {c[0], bad};
+  assert_int_not_equal(db_choices_replace(db, "sigA", tid, 2, two, 2, "host", "0.1"), TEMPER_OK);
+  assert_non_null(strstr(db_errmsg(db), "inserting a choice"));
+  assert_int_equal(db_choices_get(db, "sigA", tid, 2, &got, &n), TEMPER_OK);
+  assert_int_equal(n, 1);
+  assert_string_equal(got[0].workload, "wk2");
+  free(got);
+  temper_db_close(db);
 }
 
 static void test_corrupt_and_foreign_files(void **state) {
@@ -137,7 +194,7 @@ static void test_corrupt_and_foreign_files(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records_and_best), cmocka_unit_test(test_future_schema_refused),
-      cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_corrupt_and_foreign_files),
+      cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_choices), cmocka_unit_test(test_corrupt_and_foreign_files),
   };
   int rc = cmocka_run_group_tests(tests, setup, NULL);
   clean();

@@ -142,6 +142,32 @@ static void test_reproducible_under_a_seed(void **state) {
 
 /* the default config is measured first, unless no_default (benchmarks of
  * the search alone) */
+/* refine's paired comparison: a drift of the machine that slows both
+ * programs of a pair alike cancels; an equal candidate with noise is not
+ * kept; a few outliers do not decide */
+static void test_paired_compare(void **state) {
+  (void)state;
+  enum { N = 20 };
+  double base[N], cand[N];
+  paired_result r;
+  for (int i = 0; i < N; i++) {
+    double drift = 10e-3 * (1 + 0.5 * i / N);   /* the machine slows by half over the run */
+    base[i] = drift, cand[i] = drift * 0.98;
+  }
+  cand[3] = base[3] * 1.5;   /* one interrupted run */
+  tune_paired_compare(base, cand, N, &r);
+  assert_int_equal(r.wins, N - 1);
+  assert_true(r.rel > 0.019 && r.rel < 0.021);
+  assert_true(tune_paired_better(&r, 0.005));
+  assert_false(tune_paired_better(&r, 0.03));   /* not by 3 % */
+  for (int i = 0; i < N; i++) cand[i] = base[i] * (i % 2 ? 1.01 : 0.995);   /* equal within noise */
+  tune_paired_compare(base, cand, N, &r);
+  assert_false(tune_paired_better(&r, 0.005));
+  assert_true(tune_paired_better(&r, -0.02));   /* accepting up to 2 % slower */
+  tune_paired_compare(base, cand, 0, &r);
+  assert_false(tune_paired_better(&r, -1));
+}
+
 static void test_default_first(void **state) {
   (void)state;
   tune_task t;
@@ -417,7 +443,7 @@ int main(void) {
       cmocka_unit_test(test_scheduler_favours_gain),
       cmocka_unit_test(test_cost_model_ranks), cmocka_unit_test(test_xgb_search),
       cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
-      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first),           cmocka_unit_test(test_resume_with_fake),
+      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first), cmocka_unit_test(test_paired_compare),           cmocka_unit_test(test_resume_with_fake),
       cmocka_unit_test(test_real_tune_records_and_errors), cmocka_unit_test(test_concurrent_tuners),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
