@@ -357,6 +357,10 @@ static void gen_loop(cg *c, cgfn *F, int var, LLVMValueRef lo, LLVMValueRef end,
   LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.exit");
   LLVMBuildStore(B, lo, F->vars[var]);
   F->var_ver[var]++;
+  if (s->first_var >= 0) {   /* the thread's first iteration: lo here, the start of its range when outlined */
+    LLVMBuildStore(B, lo, F->vars[s->first_var]);
+    F->var_ver[s->first_var]++;
+  }
   LLVMBuildBr(B, cond);
   LLVMPositionBuilderAtEnd(B, cond);
   LLVMValueRef i = LLVMBuildLoad2(B, c->i64, F->vars[var], "");
@@ -486,6 +490,14 @@ static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
     break;
   }
   case LS_STORE: gen_store(c, F, s); F->mem_ver++; break;
+  case LS_PREFETCH: {   /* llvm.prefetch(ptr, read, keep in every level, data) */
+    LLVMValueRef idx = gen(c, F, s->idx);
+    LLVMValueRef p = LLVMBuildGEP2(B, c->f32, F->bufs[s->id], &idx, 1, "");
+    LLVMTypeRef tys[1] = {c->ptr};
+    LLVMValueRef args[4] = {p, LLVMConstInt(c->i32, 0, 0), LLVMConstInt(c->i32, 3, 0), LLVMConstInt(c->i32, 1, 0)};
+    call_intr(c, "llvm.prefetch", tys, 1, args, 4);
+    break;
+  }
   case LS_IF: {
     LLVMBasicBlockRef th = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "then");
     LLVMBasicBlockRef el = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "else");

@@ -201,6 +201,20 @@ lstmt *ls_for(lfunc *f, int var, lexpr *lo, lexpr *ext, loop_kind k) {
   s->lo = lo;
   s->ext = ext;
   s->loop = k;
+  s->first_var = -1;
+  return s;
+}
+
+int ls_first_var(lfunc *f, lstmt *loop, const char *name) {
+  int v = lf_var(f, name);
+  if (loop != &f->oom_s) loop->first_var = v;
+  return v;
+}
+
+lstmt *ls_prefetch(lfunc *f, int buf, lexpr *idx) {
+  lstmt *s = st(f, LS_PREFETCH);
+  s->id = buf;
+  s->idx = idx;
   return s;
 }
 
@@ -347,7 +361,9 @@ static void ps(pbuf *b, const lfunc *f, const lstmt *s, int ind) {
     pe(b, f, s->lo);
     pr(b, ", +");
     pe(b, f, s->ext);
-    pr(b, "):\n");
+    pr(b, ")");
+    if (s->first_var >= 0) pr(b, " first %s", f->var_names[s->first_var]);
+    pr(b, ":\n");
     for (int i = 0; i < s->n_body; i++) ps(b, f, s->body[i], ind + 2);
     break;
   case LS_LET: pr(b, "%*s%s = ", ind, "", f->var_names[s->id]); pe(b, f, s->val); pr(b, "\n"); break;
@@ -364,6 +380,11 @@ static void ps(pbuf *b, const lfunc *f, const lstmt *s, int ind) {
     pr(b, "] = ");
     pe(b, f, s->val);
     pr(b, "\n");
+    break;
+  case LS_PREFETCH:
+    pr(b, "%*sprefetch %s[", ind, "", f->bufs[s->id].name);
+    pe(b, f, s->idx);
+    pr(b, "]\n");
     break;
   case LS_IF:
     pr(b, "%*sif ", ind, "");

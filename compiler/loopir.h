@@ -37,7 +37,7 @@ struct lexpr {
   lexpr *limit;       /* LX_LOAD: lanes >= limit read 0 (NULL: all lanes) */
 };
 
-typedef enum ls_kind { LS_FOR, LS_SEQ, LS_LET, LS_DECL, LS_SET, LS_STORE, LS_IF } ls_kind;
+typedef enum ls_kind { LS_FOR, LS_SEQ, LS_LET, LS_DECL, LS_SET, LS_STORE, LS_IF, LS_PREFETCH } ls_kind;
 typedef enum loop_kind { LOOP_SERIAL, LOOP_PARALLEL, LOOP_UNROLL } loop_kind;
 
 typedef struct lstmt lstmt;
@@ -53,6 +53,7 @@ struct lstmt {
   int64_t stride;     /* LS_STORE: lane stride */
   lexpr *limit;       /* LS_STORE: store only lanes < limit */
   lexpr *cond;        /* LS_IF */
+  int first_var;      /* LS_FOR: a var holding the first iteration this thread runs (-1: none) */
 };
 
 /* A local buffer is scratch memory of the kernel, not an argument: each
@@ -109,6 +110,11 @@ lstmt *ls_decl(lfunc *f, int slot, lexpr *init);
 lstmt *ls_set(lfunc *f, int slot, lexpr *v);
 lstmt *ls_store(lfunc *f, int buf, lexpr *idx, lexpr *v, int64_t stride, lexpr *limit);
 lstmt *ls_if(lfunc *f, lexpr *cond);            /* then: ->body[0], else: ->body[1] */
+/* a hint to bring the line of buf[idx] into the caches; no effect on results */
+lstmt *ls_prefetch(lfunc *f, int buf, lexpr *idx);
+/* a var, set before the loop's first iteration to the first iteration this
+ * thread runs (of a parallel loop: the start of its range; else lo) */
+int ls_first_var(lfunc *f, lstmt *loop, const char *name);
 lstmt *ls_add(lfunc *f, lstmt *seq, lstmt *s);  /* appends to a SEQ / FOR; returns s */
 lstmt *ls_then(lstmt *s);
 lstmt *ls_else(lstmt *s);

@@ -76,6 +76,7 @@ temper_status sched_conv2d_1x1(prim *p, int vec, diag *d) {
   lexpr *t = CV(&c, vt);
   ls_add(f, lt, ls_let(f, v_n, lx_bin(f, LO_DIV, t, CI(&c, c.KB * MT))));
   if (loop == 0) {
+    conv_prefetch_input(&c, lt, lt, CV(&c, v_n));
     ls_add(f, lt, ls_let(f, v_kb, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, t, CI(&c, MT)), CI(&c, c.KB))));
     ls_add(f, lt, ls_let(f, v_mt, lx_bin(f, LO_MOD, t, CI(&c, MT))));
   } else {

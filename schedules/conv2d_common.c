@@ -77,3 +77,14 @@ void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh
   lexpr *idx = lx_add(f, lx_mul(f, pix, CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
   ls_add(f, blk, ls_store(f, c->p->out_buf, idx, v, 1, NULL));
 }
+
+void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n) {
+  lfunc *f = c->f;
+  int64_t floats = c->w.C * c->w.H * c->w.W, lines = (floats + 15) / 16;
+  if (floats * 4 > CONV_PREFETCH_BYTES) return;
+  int first = ls_first_var(f, loop, "first");
+  lstmt *br = ls_add(f, body, ls_if(f, lx_bin(f, LO_EQ, lx_var(f, loop->id), lx_var(f, first))));
+  int v = lf_var(f, "line");
+  lstmt *l = ls_add(f, ls_then(br), ls_for(f, v, lx_int(f, 0), lx_int(f, lines), LOOP_SERIAL));
+  ls_add(f, l, ls_prefetch(f, c->xb, lx_add(f, lx_mul(f, n, lx_int(f, floats)), lx_mul(f, lx_var(f, v), lx_int(f, 16)))));
+}

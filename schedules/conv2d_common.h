@@ -32,5 +32,12 @@ lexpr *conv_x_index(conv_ctx *c, lexpr *n, lexpr *icb, lexpr *ici, lexpr *ih, le
 void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow, int j);
 /* 0 <= v < hi */
 lexpr *conv_in_range(conv_ctx *c, lexpr *v, int64_t hi);
+/* For a kernel split over output channels (each thread reads all of image
+ * n's input, much of it written by the other cores as the layer before):
+ * at the first task of a thread's range, prefetch that input, so the misses
+ * overlap instead of stalling one by one inside the reduction. Appends to
+ * the parallel loop's body `body`; nothing above CONV_PREFETCH_BYTES. */
+enum { CONV_PREFETCH_BYTES = 512 << 10 };
+void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n);
 lexpr *conv_clamp(conv_ctx *c, lexpr *v, int64_t hi);
 #endif

@@ -201,12 +201,14 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
     int vt = lf_var(f, "n_kb_oht");
     blk = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB * OHT), LOOP_PARALLEL));
     ls_add(f, blk, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.KB * OHT))));
+    conv_prefetch_input(&c, blk, blk, CV(&c, k.v_n));
     ls_add(f, blk, ls_let(f, k.v_kb, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, OHT)), CI(&c, c.KB))));
     ls_add(f, blk, ls_let(f, v_oht, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, OHT))));
   } else {
     int vt = lf_var(f, "n_kb");
     lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB), LOOP_PARALLEL));
     ls_add(f, lt, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, c.KB))));
+    conv_prefetch_input(&c, lt, lt, CV(&c, k.v_n));
     ls_add(f, lt, ls_let(f, k.v_kb, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, c.KB))));
     blk = ls_add(f, lt, ls_for(f, v_oht, CI(&c, 0), CI(&c, OHT), LOOP_SERIAL));
   }

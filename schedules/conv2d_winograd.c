@@ -273,6 +273,7 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
     t = lx_bin(f, LO_DIV, t, CI(&c, k.split));
   }
   ls_add(f, lt, ls_let(f, k.v_n, t));
+  if (!k.par && k.split > 1) conv_prefetch_input(&c, lt, lt, CV(&c, k.v_n));   /* channel groups: every thread reads all input */
   lexpr *p0 = lx_mul(f, CV(&c, k.v_blk), CI(&c, k.tb));
   int64_t full = k.P1 / k.tb, rem = k.P1 % k.tb;
   if (!rem) block(&k, lt, p0, (int)k.tb);

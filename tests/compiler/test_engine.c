@@ -266,7 +266,7 @@ static void test_layout_transforms(void **state) {
     lfunc *f = NULL;
     assert_int_equal(sched_lower(fn, 16, "k", &f, &d), TEMPER_OK);
     char *loops = lf_print(f);
-    assert_true((strstr(loops, "parallel for n_cb_h") != NULL) == (i < 2));
+    assert_true((strstr(loops, "parallel for n_h_cb") != NULL) == (i < 2));
     free(loops);
     lf_free(f);
     temper_graph_destroy(g);
@@ -310,11 +310,12 @@ static void test_loops_print(void **state) {
  * the weights dominate (each core reads only its half of them) */
 static void test_parallel_split(void **state) {
   (void)state;
-  static const struct { const char *model; const char *loop; } cases[] = {
-      {CONV("(1, 256, 28, 28)", "(256, 256, 3, 3)", ", padding=[1, 1]"), "parallel for n_oht"},   /* conv2d_nchwc */
-      {CONV("(1, 512, 3, 3)", "(512, 512, 3, 3)", ", padding=[1, 1]"), "parallel for n_kb"},
-      {CONV("(1, 64, 28, 28)", "(64, 64, 1, 1)", ""), "parallel for n_mt_kb"},                    /* conv2d_1x1 */
-      {CONV("(1, 512, 2, 2)", "(512, 512, 1, 1)", ""), "parallel for n_kb_mt"},
+  /* a channel split reads the whole input: each thread prefetches it first */
+  static const struct { const char *model; const char *loop; int prefetch; } cases[] = {
+      {CONV("(1, 256, 28, 28)", "(256, 256, 3, 3)", ", padding=[1, 1]"), "parallel for n_oht", 0},   /* conv2d_nchwc */
+      {CONV("(1, 512, 3, 3)", "(512, 512, 3, 3)", ", padding=[1, 1]"), "parallel for n_kb", 1},
+      {CONV("(1, 64, 28, 28)", "(64, 64, 1, 1)", ""), "parallel for n_mt_kb", 0},                    /* conv2d_1x1 */
+      {CONV("(1, 512, 2, 2)", "(512, 512, 1, 1)", ""), "parallel for n_kb_mt", 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     temper_graph *g = parse_ok(cases[i].model);
@@ -324,6 +325,8 @@ static void test_parallel_split(void **state) {
     assert_int_equal(sched_lower(g->main->body->callee, 16, "k", &f, &d), TEMPER_OK);
     char *text = lf_print(f);
     int found = strstr(text, cases[i].loop) != NULL;
+    int prefetch = strstr(text, "prefetch p0[") != NULL && strstr(text, " first first") != NULL;
+    assert_int_equal(prefetch, cases[i].prefetch);
     free(text);
     lf_free(f);
     temper_graph_destroy(g);
