@@ -82,6 +82,11 @@ temper_status sched_conv2d_1x1(prim *p, int vec, diag *d) {
   } else {
     ls_add(f, lt, ls_let(f, v_mt, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, t, CI(&c, c.KB)), CI(&c, MT))));
     ls_add(f, lt, ls_let(f, v_kb, lx_bin(f, LO_MOD, t, CI(&c, c.KB))));
+    if (c.w.sh == 1 && c.w.sw == 1) {   /* positions outer: the tile's positions, as it starts on this thread */
+      int first = ls_first_var(f, lt, "first");
+      lexpr *starts = lx_bin(f, LO_OR, lx_bin(f, LO_EQ, CV(&c, v_kb), CI(&c, 0)), lx_bin(f, LO_EQ, t, CV(&c, first)));
+      conv_prefetch_span(&c, lt, starts, CV(&c, v_n), lx_mul(f, CV(&c, v_mt), CI(&c, mb)), mb);
+    }
   }
   lexpr *m0 = lx_mul(f, CV(&c, v_mt), CI(&c, mb));
   if (!rem) tile(&c, lt, v_n, v_kb, m0, (int)mb, (int)unroll);

@@ -88,3 +88,19 @@ void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n) {
   lstmt *l = ls_add(f, ls_then(br), ls_for(f, v, lx_int(f, 0), lx_int(f, lines), LOOP_SERIAL));
   ls_add(f, l, ls_prefetch(f, c->xb, lx_add(f, lx_mul(f, n, lx_int(f, floats)), lx_mul(f, lx_var(f, v), lx_int(f, 16)))));
 }
+
+void conv_prefetch_span(conv_ctx *c, lstmt *body, lexpr *cond, lexpr *n, lexpr *pos, int64_t span) {
+  lfunc *f = c->f;
+  if (c->x_nchw) return;
+  int64_t plane = c->w.H * c->w.W, lines = (span * c->ib + 15) / 16;
+  if (span > plane) lines = (plane * c->ib + 15) / 16;
+  lstmt *at_start = cond->k == LX_INT && cond->ival ? body : ls_then(ls_add(f, body, ls_if(f, cond)));
+  int vb = lf_var(f, "pcb"), vl = lf_var(f, "line");
+  lstmt *lb = ls_add(f, at_start, ls_for(f, vb, lx_int(f, 0), lx_int(f, c->CB), LOOP_SERIAL));
+  lstmt *ll = ls_add(f, lb, ls_for(f, vl, lx_int(f, 0), lx_int(f, lines), LOOP_SERIAL));
+  /* ((n·CB + cb)·H·W + pos)·ib + line·16: past the plane's end it reaches
+   * the next block's start (or past the buffer: a prefetch never faults) */
+  lexpr *at = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, lx_int(f, c->CB)), lx_var(f, vb)), lx_int(f, plane)), pos),
+                             lx_int(f, c->ib)), lx_mul(f, lx_var(f, vl), lx_int(f, 16)));
+  ls_add(f, ll, ls_prefetch(f, c->xb, at));
+}

@@ -39,5 +39,10 @@ lexpr *conv_in_range(conv_ctx *c, lexpr *v, int64_t hi);
  * the parallel loop's body `body`; nothing above CONV_PREFETCH_BYTES. */
 enum { CONV_PREFETCH_BYTES = 512 << 10 };
 void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n);
+/* For a kernel split over rows: when cond holds (a task starting a row tile
+ * on this thread), prefetch the input positions [pos, pos + span) of the
+ * (h, w) plane of every input channel block of image n — the window the
+ * tile's reduction walks. Blocked input only. */
+void conv_prefetch_span(conv_ctx *c, lstmt *body, lexpr *cond, lexpr *n, lexpr *pos, int64_t span);
 lexpr *conv_clamp(conv_ctx *c, lexpr *v, int64_t hi);
 #endif

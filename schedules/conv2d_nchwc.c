@@ -191,10 +191,17 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
     lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * OHT * inner), LOOP_PARALLEL));
     ls_add(f, lt, ls_let(f, k.v_n, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, OHT * inner))));
     ls_add(f, lt, ls_let(f, v_oht, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, CV(&c, vt), CI(&c, inner)), CI(&c, OHT))));
+    /* the row tile's input window, prefetched as the tile starts on this thread */
+    lexpr *r0 = lx_bin(f, LO_MAX, lx_bin(f, LO_SUB, lx_mul(f, lx_mul(f, CV(&c, v_oht), CI(&c, k.oh_bn)), CI(&c, c.w.sh)), CI(&c, c.w.pt)), CI(&c, 0));
+    int64_t span = ((k.oh_bn - 1) * c.w.sh + (c.w.R - 1) * c.w.dh + 1) * c.w.W;
     if (k.par == 0) {
       ls_add(f, lt, ls_let(f, k.v_kb, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, c.KB))));
+      int first = ls_first_var(f, lt, "first");
+      lexpr *starts = lx_bin(f, LO_OR, lx_bin(f, LO_EQ, CV(&c, k.v_kb), CI(&c, 0)), lx_bin(f, LO_EQ, CV(&c, vt), CV(&c, first)));
+      conv_prefetch_span(&c, lt, starts, CV(&c, k.v_n), lx_mul(f, r0, CI(&c, c.w.W)), span);
       blk = lt;
     } else {
+      conv_prefetch_span(&c, lt, lx_int(f, 1), CV(&c, k.v_n), lx_mul(f, r0, CI(&c, c.w.W)), span);
       blk = ls_add(f, lt, ls_for(f, k.v_kb, CI(&c, 0), CI(&c, c.KB), LOOP_SERIAL));
     }
   } else if (k.par == 0) {
