@@ -48,6 +48,7 @@ struct db_chooser {
   db_choice *choices;      /* refine's choices for it at the exact target and this thread count */
   int n_choices;
   int stale_choices;       /* choices whose records' pick changed since */
+  int ignoring;            /* refine itself: choices not applied, no hint to refine */
   choice *c;
   int n, cap;
 };
@@ -364,6 +365,7 @@ int db_chooser_set_model(db_chooser *dc, temper_graph *g) {
 const char *db_chooser_model(const db_chooser *dc) { return dc->model; }
 
 void db_chooser_ignore_choices(db_chooser *dc) {
+  dc->ignoring = 1;
   free(dc->choices);
   dc->choices = NULL;
   dc->n_choices = 0;
@@ -391,13 +393,14 @@ void db_chooser_close(db_chooser *dc) {
 
 int db_chooser_report(const db_chooser *dc) {
   double total = 0, fell = 0, est = 0;
-  int n_fell = 0, n_stale = 0, est_complete = 1, threads = dc->threads;
+  int n_fell = 0, n_stale = 0, est_complete = 1, threads = dc->threads, n_found = 0;
   for (int i = 0; i < dc->n; i++) total += dc->c[i].flops * dc->c[i].count;
   printf("%-66s %5s  %s\n", "workload", "count", "schedule");
   for (int i = 0; i < dc->n; i++) {
     const choice *c = &dc->c[i];
     n_stale += c->stale;
     if (c->found) {
+      n_found++;
       printf("%-66.66s %5d  record (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c->key, c->count, level_names[c->level], c->median_s * 1e3,
              c->flops / c->median_s * 1e-9, c->threads != threads ? " [nearest measured thread count]" : "", c->config);
       if (c->threads != threads)
@@ -416,6 +419,9 @@ int db_chooser_report(const db_chooser *dc) {
     }
   }
   if (n_stale) printf("ignored %d record%s of older template versions\n", n_stale, n_stale > 1 ? "s" : "");
+  if (dc->db && dc->model[0] && n_found && !dc->n_choices && !dc->ignoring)
+    printf("no choices of temper refine for this model at %d thread%s: `temper refine MODEL --db FILE --threads %d` times "
+           "the records' alternatives in the whole model\n", threads, threads > 1 ? "s" : "", threads);
   if (dc->stale_choices)
     printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", dc->stale_choices,
            dc->stale_choices > 1 ? "s" : "");

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: set up, tune the bundled ResNet-18 briefly into an SQLite
-# file, build a library from the database and one with the default configs,
+# file, refine the choice in context, build a library from the database and
+# one with the default configs,
 # run both, and print the speed-up of the tuned build.
 # usage: scripts/demo.sh [MODEL] [MINUTES]
 set -euo pipefail
@@ -11,6 +12,8 @@ scripts/setup.sh
 mkdir -p out
 name=$(basename "$MODEL" .relay)
 build/temper tune "$MODEL" --db out/tuning.db --minutes "$MINUTES"
+# choose among the records by timing the whole model (stored for this model)
+build/temper refine "$MODEL" --db out/tuning.db --pairs 10 | grep -E '^refined|choices? for'
 build/temper build "$MODEL" --db out/tuning.db -o "out/$name.so"
 build/temper build "$MODEL" -o "out/$name-untuned.so" > /dev/null
 tuned=$(build/temper run "out/$name.so" --repeat 30 | tee /dev/stderr | sed -n 's/^latency: median \([0-9.]*\) ms.*/\1/p')

@@ -112,6 +112,7 @@ static void test_refine_choices(void **state) {
   result r = sh("%s build " MODEL " --db %s -o %s/r.so --threads 2", T, db, dir);
   assert_int_equal(r.code, 0);
   assert_null(strstr(r.out, "chosen in context"));
+  assert_non_null(strstr(r.out, "no choices of temper refine for this model at 2 threads"));
   free(r.out);
   /* the records change: their pick is no longer what refine replaced */
   insert_record(db, "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":1,\"oh_bn\":1,\"unroll_kw\":false,\"order\":0,\"par\":0}", 1e-10);
