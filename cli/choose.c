@@ -355,7 +355,7 @@ int db_chooser_set_model(db_chooser *dc, temper_graph *g) {
     db_choice *all = realloc(dc->choices, sizeof *all * (size_t)(dc->n_choices + ng + 1));
     if (!all) { free(got); return -1; }
     dc->choices = all;
-    memcpy(dc->choices + dc->n_choices, got, sizeof *got * (size_t)ng);
+    if (ng) memcpy(dc->choices + dc->n_choices, got, sizeof *got * (size_t)ng);
     dc->n_choices += ng;
     free(got);
   }
