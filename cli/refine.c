@@ -100,6 +100,19 @@ static void compare(exec *base, exec *cand, int pairs, paired_result *r) {
   free(tb), free(tc);
 }
 
+/* the candidate computes what the base computes: every output within the
+ * loosest tolerance a template is held to (Winograd F(6×6, 3×3): 2e-3 of
+ * the output's largest magnitude) */
+static int same_outputs(const exec *a, const exec *b, double *worst) {
+  *worst = 0;
+  if (a->n_outputs != b->n_outputs) return 0;
+  for (int i = 0; i < a->n_outputs; i++) {
+    double e = tune_rel_diff(exec_output(a, i), exec_output(b, i), shape_numel(&a->output_shapes[i]));
+    if (!(e <= *worst)) *worst = e;
+  }
+  return *worst <= 2e-3;
+}
+
 static int usage(void) {
   fprintf(stderr, "usage: temper refine MODEL --db FILE [--threads N] [--pairs P] [--alternatives K] [--min-gain PCT]\n"
                   "                     [--params DIR] [--seed S]\n");
@@ -209,6 +222,12 @@ int cmd_refine(int argc, char **argv) {
       if (variant_build(&o, e, pool, &pn, &cand)) goto out;
       paired_result r;
       int better = confirmed_better(base.x, cand.x, &o, &r);
+      double worst;
+      if (!same_outputs(base.x, cand.x, &worst)) {   /* never keep a program that computes something else */
+        fprintf(stderr, "temper refine: %s with %s: the model's output differs from the current choice's by %.3g "
+                        "(relative): skipped\n", ce.key, ce.alt[a], worst);
+        better = 0;
+      }
       printf("%-62.62s %s %+7.3f ms (%+.2f%%, won %d of %d pairs) %s\n", ce.key, better ? "kept" : "    ", -r.gain_s * 1e3,
              -r.rel * 100, r.wins, r.n, ce.alt[a]);
       fflush(stdout);

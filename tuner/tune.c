@@ -519,3 +519,14 @@ void tune_paired_compare(const double *base, const double *cand, int n, paired_r
 int tune_paired_better(const paired_result *r, double min_rel) {
   return r->n > 0 && r->rel >= min_rel && (min_rel < 0 || r->wins * 10 >= r->n * 6);
 }
+
+double tune_rel_diff(const float *a, const float *b, int64_t n) {
+  double e = 0, scale = 0;
+  for (int64_t k = 0; k < n; k++) {
+    double d = fabs((double)a[k] - (double)b[k]);
+    if (isnan(d)) return INFINITY;
+    if (d > e) e = d;
+    if (fabs((double)a[k]) > scale) scale = fabs((double)a[k]);
+  }
+  return scale > 0 ? e / scale : e;
+}

@@ -166,6 +166,11 @@ static void test_paired_compare(void **state) {
   assert_true(tune_paired_better(&r, -0.02));   /* accepting up to 2 % slower */
   tune_paired_compare(base, cand, 0, &r);
   assert_false(tune_paired_better(&r, -1));
+  /* refine keeps a candidate only if the model's outputs agree */
+  float a[4] = {1, -4, 2, 0}, b[4] = {1, -4, 2.004f, 0}, c[4] = {1, -4, NAN, 0};
+  assert_true(tune_rel_diff(a, a, 4) == 0);
+  assert_true(fabs(tune_rel_diff(a, b, 4) - 1e-3) < 1e-6);
+  assert_true(isinf(tune_rel_diff(a, c, 4)));
 }
 
 static void test_default_first(void **state) {
