@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <unistd.h>
 #include "compiler_int.h"
 
@@ -65,6 +66,56 @@ static inline int engine_teardown(void **state) {
   (void)state;
   engine_destroy(engine);
   return 0;
+}
+
+/* Compiles `text` (all parameters but the first bound as weights) with the
+ * pipeline options o, runs it with `threads`, and compares every output
+ * with the reference interpreter: relative error (max |error| / max
+ * |output|) under tol. */
+static inline void check_against_reference_with(const char *text, int threads, const pipeline_opts *o, double tol) {
+  temper_graph *g = parse_ok(text);
+  int np = g->main->n_params;
+  float **vals = calloc((size_t)np, sizeof(float *));
+  for (int i = 0; i < np; i++) {
+    node *p = g->main->params[i];
+    vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&p->ty.shape) + 4);
+    data_random_param(vals[i], &p->ty.shape, 1234 + (uint64_t)i, i == 0, data_name_positive(p->name));
+  }
+  diag d = {0};
+  float **ref = NULL;
+  int n_ref = 0;
+  assert_int_equal(ref_eval_func(g->main, (const float *const *)vals, &ref, &n_ref, &d), TEMPER_OK);
+  float *input = vals[0];
+  vals[0] = NULL;
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  temper_status s = pipeline_optimize_with(g, o, &d);
+  exec *x = NULL;
+  if (!s) s = exec_create(engine, g, threads, &x, &d);
+  if (s) fprintf(stderr, "%s\nfailed: %s\n", text, d.msg);
+  assert_int_equal(s, TEMPER_OK);
+  assert_int_equal(x->n_inputs, 1);
+  exec_set_input(x, 0, input);
+  exec_run(x);
+  assert_int_equal(x->n_outputs, n_ref);
+  for (int k = 0; k < n_ref; k++) {
+    int64_t n = shape_numel(&x->output_shapes[k]);
+    const float *got = exec_output(x, k);
+    double err = 0, scale = 1e-6;
+    for (int64_t i = 0; i < n; i++) {
+      double e = fabs((double)got[i] - ref[k][i]);
+      if (!(e <= err)) err = e;
+      if (fabs(ref[k][i]) > scale) scale = fabs(ref[k][i]);
+    }
+    if (!(err / scale < tol)) fprintf(stderr, "%s\noutput %d: relative error %g (max abs %g)\n", text, k, err / scale, err);
+    assert_true(err / scale < tol);
+    free(ref[k]);
+  }
+  free(ref);
+  exec_destroy(x);
+  free(input);
+  for (int i = 1; i < np; i++) free(vals[i]);
+  free(vals);
+  temper_graph_destroy(g);
 }
 #endif
 

@@ -48,32 +48,6 @@ static void test_tune_build_run(void **state) {
   npy_equal(a, b, 1e-6f);
 }
 
-/* a record whose config is not the default is what the build uses: in the
- * report and in the loop IR (par=1 parallelises over (n, oc-block) only) */
-static void test_hand_inserted_record_is_used(void **state) {
-  (void)state;
-  expect(sh("%s tune " MODEL " --db %s/h.db --trials 1 --top-k 0 --min-repeat-ms 1 --task c16_h8", T, dir), 0, NULL);
-  /* the channel blocks of the defaults, so no layout transform weighs against it */
-  const char *cfg = "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2,\"oh_bn\":1,\"unroll_kw\":false,\"order\":1,\"par\":1}";
-  char sqlpath[512];
-  snprintf(sqlpath, sizeof sqlpath, "%s/insert.sql", dir);
-  FILE *f = fopen(sqlpath, "w");
-  fprintf(f, "INSERT INTO records(workload_id, target_id, template, template_version, config, config_index, threads,"
-             " status, median_s, min_s, max_s, rounds, gflops, measured_at, host, temper_version)"
-             " SELECT workload_id, target_id, template, template_version, '%s', 0, 1, 'ok', 1e-9, 1e-9, 1e-9, 3, 1, 'now', 'test', '0'"
-             " FROM records LIMIT 1;\n", cfg);
-  fclose(f);
-  expect(sh("sqlite3 %s/h.db < %s", dir, sqlpath), 0, NULL);
-  expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.so", T, dir, dir), 0, "\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2");
-  expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.loops --emit loops", T, dir, dir), 0, "wrote");
-  expect(sh("grep -c 'parallel for n_kb in' %s/h.loops", dir), 0, "1");
-  /* temper run --db chooses as the build does, and says so */
-  expect(sh("%s run " MODEL " --db %s/h.db --repeat 1 --check", T, dir), 0, "\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2");
-  expect(sh("%s run " MODEL " --db %s/nope.db --repeat 1", T, dir), 1, "no such database");
-  expect(sh("%s run " MODEL " --db %s/h.db --config-file x.json", T, dir), 2, "give one");
-  expect(sh("%s run %s/h.so --db %s/h.db", T, dir, dir), 2, "need the model's source");
-}
-
 /* insert an ok record of the c16_h8 workload with this config and time */
 static void insert_record(const char *db, const char *cfg, double median_s) {
   char sqlpath[512];
@@ -86,6 +60,25 @@ static void insert_record(const char *db, const char *cfg, double median_s) {
           cfg, median_s, median_s, median_s);
   fclose(f);
   expect(sh("sqlite3 %s < %s", db, sqlpath), 0, NULL);
+}
+
+/* a record whose config is not the default is what the build uses: in the
+ * report and in the loop IR (par=1 parallelises over (n, oc-block) only) */
+static void test_hand_inserted_record_is_used(void **state) {
+  (void)state;
+  expect(sh("%s tune " MODEL " --db %s/h.db --trials 1 --top-k 0 --min-repeat-ms 1 --task c16_h8", T, dir), 0, NULL);
+  /* the channel blocks of the defaults, so no layout transform weighs against it */
+  char db[512];
+  snprintf(db, sizeof db, "%s/h.db", dir);
+  insert_record(db, "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2,\"oh_bn\":1,\"unroll_kw\":false,\"order\":1,\"par\":1}", 1e-9);
+  expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.so", T, dir, dir), 0, "\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2");
+  expect(sh("%s build " MODEL " --db %s/h.db -o %s/h.loops --emit loops", T, dir, dir), 0, "wrote");
+  expect(sh("grep -c 'parallel for n_kb in' %s/h.loops", dir), 0, "1");
+  /* temper run --db chooses as the build does, and says so */
+  expect(sh("%s run " MODEL " --db %s/h.db --repeat 1 --check", T, dir), 0, "\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2");
+  expect(sh("%s run " MODEL " --db %s/nope.db --repeat 1", T, dir), 1, "no such database");
+  expect(sh("%s run " MODEL " --db %s/h.db --config-file x.json", T, dir), 2, "give one");
+  expect(sh("%s run %s/h.so --db %s/h.db", T, dir, dir), 2, "need the model's source");
 }
 
 /* temper refine: the alternatives of a workload are compiled and timed in

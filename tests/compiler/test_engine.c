@@ -8,52 +8,9 @@
 
 
 
-/* Compiles `text` (all parameters but the first bound as weights), runs it
- * with `threads`, and compares every output with the reference interpreter. */
 static void check_against_reference(const char *text, int threads) {
-  temper_graph *g = parse_ok(text);
-  int np = g->main->n_params;
-  float **vals = calloc((size_t)np, sizeof(float *));
-  for (int i = 0; i < np; i++) {
-    node *p = g->main->params[i];
-    vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&p->ty.shape) + 4);
-    data_random_param(vals[i], &p->ty.shape, 1234 + (uint64_t)i, i == 0, data_name_positive(p->name));
-  }
-  diag d = {0};
-  float **ref = NULL;
-  int n_ref = 0;
-  assert_int_equal(ref_eval_func(g->main, (const float *const *)vals, &ref, &n_ref, &d), TEMPER_OK);
-  float *input = vals[0];
-  vals[0] = NULL;
-  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
-  temper_status s = pipeline_optimize(g, engine->target.vec, &d);
-  exec *x = NULL;
-  if (!s) s = exec_create(engine, g, threads, &x, &d);
-  if (s) fprintf(stderr, "%s\nfailed: %s\n", text, d.msg);
-  assert_int_equal(s, TEMPER_OK);
-  assert_int_equal(x->n_inputs, 1);
-  exec_set_input(x, 0, input);
-  exec_run(x);
-  assert_int_equal(x->n_outputs, n_ref);
-  for (int o = 0; o < n_ref; o++) {
-    int64_t n = shape_numel(&x->output_shapes[o]);
-    const float *got = exec_output(x, o);
-    double err = 0, scale = 1e-6;
-    for (int64_t i = 0; i < n; i++) {
-      double e = fabs((double)got[i] - ref[o][i]);
-      if (!(e <= err)) err = e;
-      if (fabs(ref[o][i]) > scale) scale = fabs(ref[o][i]);
-    }
-    if (!(err / scale < 1e-4)) fprintf(stderr, "%s\noutput %d: relative error %g (max abs %g)\n", text, o, err / scale, err);
-    assert_true(err / scale < 1e-4);
-    free(ref[o]);
-  }
-  free(ref);
-  exec_destroy(x);
-  free(input);
-  for (int i = 1; i < np; i++) free(vals[i]);
-  free(vals);
-  temper_graph_destroy(g);
+  pipeline_opts o = {.vec = engine->target.vec};
+  check_against_reference_with(text, threads, &o, 1e-4);
 }
 
 static void test_seed_lower_and_run(void **state) {

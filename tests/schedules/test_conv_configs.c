@@ -292,42 +292,10 @@ static void test_winograd_oc_split_matches_reference(void **state) {
     for (int threads = 1; threads <= 2; threads++) {
       fixed fx = {key, {0}};
       assert_int_equal(config_parse(&sp, cfgs[c], &fx.cfg, err, sizeof err), 0);
-      char text[1024];
-      snprintf(text, sizeof text,
-               "def @main(%%x: Tensor[(1, 64, 14, 14), float32], %%w: Tensor[(64, 64, 3, 3), float32]) {\n"
-               "  nn.conv2d(%%x, %%w, padding=[1, 1, 1, 1])\n}\n");
-      temper_graph *g = parse_ok(text);
-      float *vals[2];
-      for (int i = 0; i < 2; i++) {
-        vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&g->main->params[i]->ty.shape));
-        data_random_param(vals[i], &g->main->params[i]->ty.shape, 77 + (uint64_t)i, i == 0, 0);
-      }
-      diag d = {0};
-      float **ref = NULL;
-      int n_ref = 0;
-      assert_int_equal(ref_eval_func(g->main, (const float *const *)vals, &ref, &n_ref, &d), TEMPER_OK);
-      float *input = vals[0];
-      vals[0] = NULL;
-      assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
       pipeline_opts o = {.vec = engine->target.vec, .choose = choose_fixed, .ctx = &fx};
-      assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
-      exec *x = NULL;
-      assert_int_equal(exec_create(engine, g, threads, &x, &d), TEMPER_OK);
-      exec_set_input(x, 0, input);
-      exec_run(x);
-      const float *got = exec_output(x, 0);
-      double e = 0, scale = 1e-6;
-      for (int64_t i = 0; i < shape_numel(&x->output_shapes[0]); i++) {
-        if (fabs((double)got[i] - ref[0][i]) > e) e = fabs((double)got[i] - ref[0][i]);
-        if (fabs(ref[0][i]) > scale) scale = fabs(ref[0][i]);
-      }
-      assert_true(e / scale < winograd_tolerance((int)cfg_get(&sp, &fx.cfg, "tile")));
-      exec_destroy(x);
-      free(input);
-      free(vals[1]);
-      free(ref[0]);
-      free(ref);
-      temper_graph_destroy(g);
+      check_against_reference_with("def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(64, 64, 3, 3), float32]) {\n"
+                                   "  nn.conv2d(%x, %w, padding=[1, 1, 1, 1])\n}\n",
+                                   threads, &o, winograd_tolerance((int)cfg_get(&sp, &fx.cfg, "tile")));
     }
 }
 
