@@ -5,6 +5,8 @@
 # TorchScript frozen with optimize_for_inference; Debian's python3-torch), and
 # ONNX Runtime (npm's onnxruntime-node, all graph optimizations) when it is
 # installed in out/ort (see bench/ort_peer.js).
+# The tuned builds use the database's `temper refine` choices for each model
+# and thread count where it has them (run refine first for the best build).
 # Checks temper's logits against PyTorch's. Medians of R runs in P processes.
 # usage: bench/e2e.sh [DB] [MODELS...]      (DB default out/tuning.db)
 set -euo pipefail
