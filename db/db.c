@@ -458,7 +458,22 @@ temper_status db_show(temper_db *db, void *file) {
             sqlite3_column_int(st, 4), errs, sqlite3_column_double(st, 9), spread, cfg);
   }
   sqlite3_finalize(st);
-  return rc == SQLITE_DONE ? TEMPER_OK : fail(db, "reading the summary");
+  if (rc != SQLITE_DONE) return fail(db, "reading the summary");
+  /* what temper refine kept, per model, target and thread count */
+  if (sqlite3_prepare_v2(db->h,
+                         "SELECT c.model, t.cpu, c.threads, count(*), sum(c.gain_s), max(c.measured_at) FROM choices c"
+                         " JOIN targets t ON t.id=c.target_id GROUP BY c.model, c.target_id, c.threads ORDER BY c.model, t.id, c.threads",
+                         -1, &st, NULL))
+    return fail(db, "preparing the choices summary");
+  int first = 1;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (first) fprintf(f, "\n%-18s %-8s %3s %7s %13s  %s\n", "refined model", "target", "thr", "choices", "saved", "when"), first = 0;
+    fprintf(f, "%-18s %-8s %3d %7d %10.3f ms  %s\n", (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+            sqlite3_column_int(st, 2), sqlite3_column_int(st, 3), sqlite3_column_double(st, 4) * 1e3,
+            (const char *)sqlite3_column_text(st, 5));
+  }
+  sqlite3_finalize(st);
+  return rc == SQLITE_DONE ? TEMPER_OK : fail(db, "reading the choices summary");
 }
 
 temper_status db_threads_measured(temper_db *db, const char *workload, int64_t tid, int **out, int *n) {

@@ -98,6 +98,7 @@ static void test_refine_choices(void **state) {
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0, "kept");
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0, "1 choice for this model at 1 thread");
   expect(sh("sqlite3 %s 'SELECT count(*) FROM choices'", db), 0, "1");
+  expect(sh("%s db show %s", T, db), 0, "refined model");
   expect(sh("%s build " MODEL " --db %s -o %s/r.so", T, db, dir), 0, "chosen in context by temper refine");
   expect(sh("%s build " MODEL " --db %s -o %s/r.so", T, db, dir), 0, "\"ic_bn\":8,\"oc_bn\":16,\"ow_bn\":4");
   expect(sh("%s run " MODEL " --db %s --repeat 1 --check", T, db), 0, "chosen in context by temper refine");
