@@ -31,6 +31,8 @@ typedef struct choice {
   int n_alt;               /* alternatives for `temper refine`: the best record of other classes */
   char alt[REFINE_MAX_ALT][512];
   double alt_s[REFINE_MAX_ALT];
+  char alt_tmpl[REFINE_MAX_ALT][32];   /* the alternative record's template and version */
+  int alt_version[REFINE_MAX_ALT];
 } choice;
 
 /* graded target matching: ORDER LEVEL */
@@ -135,6 +137,8 @@ static void collect_alternatives(db_chooser *dc, choice *c, const struct task_sp
       if (dup || n_seen == 64) continue;
       seen[n_seen++] = k;
       str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
+      str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], recs[i].tmpl);
+      c->alt_version[c->n_alt] = recs[i].tmpl_version;
       c->alt_s[c->n_alt++] = recs[i].median_s;
     }
   }
@@ -379,7 +383,8 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
   const choice *c = &dc->c[i];
   *out = (chooser_entry){.key = c->key, .count = c->count, .flops = c->flops, .config = c->found ? c->config : NULL,
                          .median_s = c->found ? c->median_s : 0, .n_alt = c->n_alt};
-  for (int k = 0; k < c->n_alt; k++) out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k];
+  for (int k = 0; k < c->n_alt; k++)
+    out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k], out->alt_tmpl[k] = c->alt_tmpl[k], out->alt_version[k] = c->alt_version[k];
 }
 
 void db_chooser_close(db_chooser *dc) {

@@ -58,6 +58,8 @@ typedef struct chooser_entry {
   int n_alt;
   const char *alt[REFINE_MAX_ALT];
   double alt_s[REFINE_MAX_ALT];
+  const char *alt_tmpl[REFINE_MAX_ALT];   /* its record's template and version */
+  int alt_version[REFINE_MAX_ALT];
 } chooser_entry;
 int db_chooser_count(const db_chooser *dc);   /* workloads seen, in first-occurrence order */
 void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out);   /* pointers valid until close */

@@ -62,10 +62,18 @@ static void variant_free(variant *v) {
   memset(v, 0, sizeof *v);
 }
 
-static int variant_build(const refine_opts *o, temper_engine *e, temper_pool *pool, const pipeline_opts *po, variant *v) {
+/* sig: a chooser that takes the model's signature from this graph (and
+ * then ignores earlier choices: refine starts from the records), or NULL */
+static int variant_build(const refine_opts *o, temper_engine *e, temper_pool *pool, const pipeline_opts *po, db_chooser *sig,
+                         variant *v) {
   memset(v, 0, sizeof *v);
   v->md = (model_data){.params_dir = o->params_dir, .seed = o->seed};
-  if (cli_read_model(o->model, &v->g) || cli_model_data(v->g, &v->md)) return 1;
+  if (cli_read_model(o->model, &v->g)) return 1;
+  if (sig) {
+    if (db_chooser_set_model(sig, v->g)) return 1;
+    db_chooser_ignore_choices(sig);
+  }
+  if (cli_model_data(v->g, &v->md)) return 1;
   node *in_nodes[64];
   const float *in_vals[64];
   int n_in = 0;
@@ -178,14 +186,7 @@ int cmd_refine(int argc, char **argv) {
   if (!(dc = db_chooser_open(o.db, &e->target, o.threads, 1, "refine"))) goto out;
   db_chooser_want_alternatives(dc, o.alternatives);
   pipeline_opts po = {.vec = e->target.vec, .choose = db_chooser_choose, .ctx = dc};
-  {
-    temper_graph *g = NULL;   /* the signature, from the model as written */
-    int bad = cli_read_model(o.model, &g) || db_chooser_set_model(dc, g);
-    temper_graph_destroy(g);
-    if (bad) goto out;
-  }
-  db_chooser_ignore_choices(dc);
-  if (variant_build(&o, e, pool, &po, &orig)) goto out;
+  if (variant_build(&o, e, pool, &po, dc, &orig)) goto out;
   db_chooser_report(dc);
   int n = db_chooser_count(dc);
   if (n > 256) { fprintf(stderr, "temper refine: the model has %d conv2d workloads; at most 256 are supported\n", n); goto out; }
@@ -209,7 +210,7 @@ int cmd_refine(int argc, char **argv) {
   fflush(stdout);
   /* the program every alternative is compared against: the current choice */
   pipeline_opts pa = {.vec = e->target.vec, .choose = assign_choose, .ctx = cur};
-  if (variant_build(&o, e, pool, &pa, &base)) goto out;
+  if (variant_build(&o, e, pool, &pa, NULL, &base)) goto out;
   double t0 = cli_now();
   for (int k = 0; k < n; k++) {
     int w = ord[k].i;
@@ -219,7 +220,7 @@ int cmd_refine(int argc, char **argv) {
       *next = *cur;
       str_copy(next->cfg[w], sizeof next->cfg[0], ce.alt[a]);
       pipeline_opts pn = {.vec = e->target.vec, .choose = assign_choose, .ctx = next};
-      if (variant_build(&o, e, pool, &pn, &cand)) goto out;
+      if (variant_build(&o, e, pool, &pn, NULL, &cand)) goto out;
       paired_result r;
       int better = confirmed_better(base.x, cand.x, &o, &r);
       double worst;
@@ -250,9 +251,8 @@ int cmd_refine(int argc, char **argv) {
       str_copy(ch->config, sizeof ch->config, ce.alt[a]);
       str_copy(ch->replaces, sizeof ch->replaces, ce.config ? ce.config : "");
       ch->gain_s = before + r.gain_s;
-      const char *tq = strstr(ce.alt[a], "\"template\":\"");
-      if (tq) snprintf(ch->tmpl, sizeof ch->tmpl, "%.*s", (int)strcspn(tq + 12, "\""), tq + 12);
-      ch->tmpl_version = tune_tmpl_version(ch->tmpl);
+      str_copy(ch->tmpl, sizeof ch->tmpl, ce.alt_tmpl[a]);
+      ch->tmpl_version = ce.alt_version[a];
     }
   }
   paired_result tot;
