@@ -66,6 +66,8 @@ typedef struct cg {
   LLVMBuilderRef b;
   LLVMTypeRef i1, i32, i64, f32, ptr, void_t;
   LLVMTypeRef task_ty, pfor_ty;   /* void(ptr, i64, i64); temper_parallel_for */
+  LLVMTypeRef tfirst_ty;          /* i64(): temper_task_first */
+  LLVMValueRef tfirst;
   LLVMValueRef pfor;
   const cg_target *t;
   const lfunc *lf;
@@ -350,15 +352,15 @@ static void gen_store(cg *c, cgfn *F, const lstmt *s) {
 }
 
 /* a serial loop over [lo, lo + ext) on var (an alloca) */
-static void gen_loop(cg *c, cgfn *F, int var, LLVMValueRef lo, LLVMValueRef end, const lstmt *s) {
+static void gen_loop(cg *c, cgfn *F, int var, LLVMValueRef lo, LLVMValueRef end, LLVMValueRef first, const lstmt *s) {
   LLVMBuilderRef B = c->b;
   LLVMBasicBlockRef cond = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.cond");
   LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.body");
   LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "loop.exit");
   LLVMBuildStore(B, lo, F->vars[var]);
   F->var_ver[var]++;
-  if (s->first_var >= 0) {   /* the thread's first iteration: lo here, the start of its range when outlined */
-    LLVMBuildStore(B, lo, F->vars[s->first_var]);
+  if (s->first_var >= 0) {   /* the thread's first iteration: lo here; when outlined, see gen_parallel */
+    LLVMBuildStore(B, first ? first : lo, F->vars[s->first_var]);
     F->var_ver[s->first_var]++;
   }
   LLVMBuildBr(B, cond);
@@ -463,7 +465,15 @@ static void gen_parallel(cg *c, cgfn *F, const lstmt *s, LLVMValueRef lo, LLVMVa
   LLVMValueRef base = LLVMBuildLoad2(B, c->i64, G.vars[s->id], "");
   LLVMValueRef begin = LLVMBuildNSWAdd(B, base, LLVMGetParam(sub, 1), "");
   LLVMValueRef end = LLVMBuildNSWAdd(B, base, LLVMGetParam(sub, 2), "");
-  gen_loop(c, &G, s->id, begin, end, s);
+  /* a thread's first chunk starts at base + temper_task_first(); a later
+   * chunk (the pool balances threads with chunks) has no first iteration */
+  LLVMValueRef first = NULL;
+  if (s->first_var >= 0) {
+    LLVMValueRef tf = LLVMBuildCall2(B, c->tfirst_ty, c->tfirst, NULL, 0, "");
+    first = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, tf, LLVMConstInt(c->i64, 0, 0), ""), LLVMConstInt(c->i64, (unsigned long long)-1, 1),
+                            LLVMBuildNSWAdd(B, base, tf, ""), "first");
+  }
+  gen_loop(c, &G, s->id, begin, end, first, s);
   LLVMBuildRetVoid(B);
   fn_free(&G);
   LLVMPositionBuilderAtEnd(B, here);
@@ -478,7 +488,7 @@ static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
   case LS_FOR: {
     LLVMValueRef lo = gen(c, F, s->lo), ext = gen(c, F, s->ext);
     if (s->loop == LOOP_PARALLEL && !LLVMIsNull(F->pool)) gen_parallel(c, F, s, lo, ext);
-    else gen_loop(c, F, s->id, lo, LLVMBuildNSWAdd(B, lo, ext, ""), s);
+    else gen_loop(c, F, s->id, lo, LLVMBuildNSWAdd(B, lo, ext, ""), NULL, s);
     break;
   }
   case LS_LET: LLVMBuildStore(B, gen(c, F, s->val), F->vars[s->id]); F->var_ver[s->id]++; break;
@@ -561,6 +571,8 @@ static void cg_begin(cg *c, LLVMContextRef ctx, const cg_target *t, diag *d) {
   LLVMTypeRef pp[4] = {c->ptr, c->ptr, c->ptr, c->i64};
   c->pfor_ty = LLVMFunctionType(c->void_t, pp, 4, 0);
   c->pfor = LLVMAddFunction(c->mod, "temper_parallel_for", c->pfor_ty);
+  c->tfirst_ty = LLVMFunctionType(c->i64, NULL, 0, 0);
+  c->tfirst = LLVMAddFunction(c->mod, "temper_task_first", c->tfirst_ty);
 }
 
 /* verify, set the target, O3 */
@@ -623,10 +635,11 @@ temper_status cg_jit_create(cg_jit **out, const cg_target *t, diag *d) {
   if (e) { LLVMDisposeTargetMachine(j->tm); free(j); return llvm_fail(d, e, "creating the JIT"); }
   /* the runtime's entry points, and libm (expf) from the process */
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
-  LLVMOrcCSymbolMapPair sym = {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_parallel_for"),
-                               {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_parallel_for,
-                                {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0}}};
-  e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(&sym, 1));
+  LLVMJITSymbolFlags fl = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+  LLVMOrcCSymbolMapPair sym[2] = {
+      {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_parallel_for"), {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_parallel_for, fl}},
+      {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_task_first"), {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_task_first, fl}}};
+  e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(sym, 2));
   LLVMOrcDefinitionGeneratorRef gen_ref;
   if (!e) e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen_ref, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
   if (e) { cg_jit_destroy(j); return llvm_fail(d, e, "setting up JIT symbols"); }

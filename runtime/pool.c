@@ -1,11 +1,25 @@
 /* pool.c: the thread pool kernels run on. The caller is thread 0; workers
  * spin briefly on a generation counter (kernels come back to back), then
- * sleep on a condition variable. Only libc and pthreads. */
+ * sleep on a condition variable. Only libc and pthreads.
+ *
+ * Each thread owns a contiguous share of a parallel loop (the same share
+ * every time, so a thread mostly reads what its core wrote in the layer
+ * before) and claims it in halving chunks; a thread that runs out claims
+ * chunks of the others' shares. Static shares alone left ResNet-50 at two
+ * threads waiting 1.3 ms per inference (7 %) on whichever core the machine
+ * slowed or on shares of unequal work. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include "temper/runtime.h"
+
+/* one thread's share [next, end), claimed from the front by its owner and
+ * by thieves alike; a cache line each */
+typedef struct share {
+  _Alignas(64) atomic_llong next;
+  long long end;
+} share;
 
 struct temper_pool {
   int n;                      /* threads including the caller */
@@ -18,14 +32,36 @@ struct temper_pool {
   atomic_int sleepers;        /* workers blocked (or about to block) on wake */
   temper_task_fn fn;
   void *ctx;
-  int64_t total;
+  share *shares;              /* one per thread */
 };
+
+/* the start of the calling thread's first chunk in the current loop, or -1
+ * in its later chunks: kernels prefetch what a thread's range reads once */
+static _Thread_local int64_t first_begin;
+
+int64_t temper_task_first(void) { return first_begin; }
 
 enum { SPIN = 20000 };
 
-static void run_chunk(temper_pool *p, int i) {
-  int64_t lo = p->total * i / p->n, hi = p->total * (i + 1) / p->n;
-  if (lo < hi) p->fn(p->ctx, lo, hi);
+/* claims halving chunks of share j until it is empty */
+static void run_share(temper_pool *p, int j, int *first) {
+  share *sh = &p->shares[j];
+  for (;;) {
+    long long at = atomic_load_explicit(&sh->next, memory_order_relaxed), left = sh->end - at;
+    if (left <= 0) return;
+    long long want = (left + 1) / 2, lo = atomic_fetch_add_explicit(&sh->next, want, memory_order_relaxed);
+    if (lo >= sh->end) return;
+    long long hi = lo + want < sh->end ? lo + want : sh->end;
+    first_begin = *first ? lo : -1;
+    *first = 0;
+    p->fn(p->ctx, lo, hi);
+  }
+}
+
+/* thread i: its own share, then the others' leftovers */
+static void run_job(temper_pool *p, int i) {
+  int first = 1;
+  for (int k = 0; k < p->n; k++) run_share(p, (i + k) % p->n, &first);
 }
 
 typedef struct worker_arg { temper_pool *p; int index; } worker_arg;
@@ -49,7 +85,7 @@ static void *worker(void *arg) {
     }
     if (atomic_load(&p->stop)) return NULL;
     seen = g;
-    run_chunk(p, index);
+    run_job(p, index);
     atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
   }
 }
@@ -61,7 +97,8 @@ temper_pool *temper_pool_create(int n_threads) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   p->threads = calloc((size_t)p->n, sizeof(pthread_t));
-  if (!p->threads) { free(p); return NULL; }
+  p->shares = aligned_alloc(_Alignof(share), sizeof(share) * (size_t)p->n);
+  if (!p->threads || !p->shares) { free(p->threads); free(p->shares); free(p); return NULL; }
   /* kernels keep scratch tiles on the stack (up to LF_MAX_LOCAL_BYTES per
    * function): a fixed, generous stack rather than whatever the default is */
   pthread_attr_t at;
@@ -86,6 +123,7 @@ void temper_pool_destroy(temper_pool *p) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
   free(p->threads);
+  free(p->shares);
   free(p);
 }
 
@@ -93,12 +131,16 @@ int temper_pool_threads(const temper_pool *p) { return p ? p->n : 1; }
 
 void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n) {
   if (!p || p->n == 1 || n <= 1) {
+    first_begin = 0;
     if (n > 0) fn(ctx, 0, n);
     return;
   }
   p->fn = fn;
   p->ctx = ctx;
-  p->total = n;
+  for (int i = 0; i < p->n; i++) {   /* published by the seq_cst bump of gen below */
+    atomic_store_explicit(&p->shares[i].next, n * i / p->n, memory_order_relaxed);
+    p->shares[i].end = n * (i + 1) / p->n;
+  }
   atomic_store(&p->pending, p->n - 1);
   atomic_fetch_add(&p->gen, 1);
   if (atomic_load(&p->sleepers) > 0) {
@@ -106,6 +148,6 @@ void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
   }
-  run_chunk(p, 0);
+  run_job(p, 0);
   while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) sched_yield();
 }

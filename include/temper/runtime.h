@@ -11,9 +11,14 @@ typedef void (*temper_task_fn)(void *ctx, int64_t begin, int64_t end);
 temper_pool *temper_pool_create(int n_threads);
 void temper_pool_destroy(temper_pool *p);
 int temper_pool_threads(const temper_pool *p);
-/* Runs fn over [0, n) split into one contiguous chunk per thread; returns
- * when all chunks are done. pool == NULL runs fn(ctx, 0, n) inline. */
+/* Runs fn over [0, n) and returns when all of it is done. Each thread owns
+ * one contiguous share (the same for the same n) and runs it in chunks;
+ * a thread that finishes early runs chunks of the others' shares. Every
+ * index is run exactly once. pool == NULL runs fn(ctx, 0, n) inline. */
 void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n);
+/* Inside fn: the begin of this thread's first chunk of the current loop,
+ * or -1 in a later chunk. */
+int64_t temper_task_first(void);
 
 /* The signature of every compiled kernel: args[0..n_in) are the inputs,
  * args[n_in] the output, all float32. */

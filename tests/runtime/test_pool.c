@@ -1,12 +1,16 @@
 /* test_pool.c: the thread pool covers [0, n) exactly once, with any thread
- * count, back to back, and inline without a pool. */
+ * count, back to back, and inline without a pool; a thread that finishes
+ * early takes over the rest of a slow thread's share; temper_task_first
+ * marks each thread's first chunk only. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include "temper/runtime.h"
 
 typedef struct cover { atomic_int *hits; atomic_int calls; } cover;
@@ -37,6 +41,45 @@ static void test_covers_exactly_once(void **state) {
   }
 }
 
+/* the caller's first chunk is slow: the worker runs the rest of the
+ * caller's share meanwhile; every thread sees its first chunk's begin from
+ * temper_task_first once, -1 in later chunks */
+typedef struct steal {
+  pthread_t caller;
+  atomic_int by_worker[64];
+  atomic_int firsts_caller, firsts_worker, later_ok, later_bad;
+} steal;
+
+static void slow_start(void *ctx, int64_t lo, int64_t hi) {
+  steal *s = ctx;
+  int on_caller = pthread_equal(pthread_self(), s->caller);
+  int64_t f = temper_task_first();
+  if (f == lo) atomic_fetch_add(on_caller ? &s->firsts_caller : &s->firsts_worker, 1);
+  else atomic_fetch_add(f == -1 ? &s->later_ok : &s->later_bad, 1);
+  if (on_caller && f == 0) nanosleep(&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+  for (int64_t i = lo; i < hi; i++) atomic_fetch_add(&s->by_worker[i], on_caller ? 100 : 1);
+}
+
+static void test_balances_a_slow_thread(void **state) {
+  (void)state;
+  temper_pool *p = temper_pool_create(2);
+  assert_non_null(p);
+  steal s = {.caller = pthread_self()};
+  temper_parallel_for(p, slow_start, &s, 64);
+  int stolen = 0;
+  for (int i = 0; i < 64; i++) {
+    int v = atomic_load(&s.by_worker[i]);
+    assert_true(v == 1 || v == 100);    /* exactly once, by one thread */
+    if (i < 32 && v == 1) stolen++;
+  }
+  assert_int_equal(stolen, 16);         /* the caller's share after its first chunk [0, 16) */
+  assert_int_equal(atomic_load(&s.firsts_caller), 1);
+  assert_int_equal(atomic_load(&s.firsts_worker), 1);
+  assert_true(atomic_load(&s.later_ok) >= 1);
+  assert_int_equal(atomic_load(&s.later_bad), 0);
+  temper_pool_destroy(p);
+}
+
 static void test_no_pool_runs_inline(void **state) {
   (void)state;
   cover c = {calloc(10, sizeof(atomic_int)), 0};
@@ -48,6 +91,7 @@ static void test_no_pool_runs_inline(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_covers_exactly_once), cmocka_unit_test(test_no_pool_runs_inline)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_covers_exactly_once), cmocka_unit_test(test_balances_a_slow_thread),
+                                     cmocka_unit_test(test_no_pool_runs_inline)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
