@@ -80,6 +80,45 @@ static void test_balances_a_slow_thread(void **state) {
   temper_pool_destroy(p);
 }
 
+/* back-to-back loops see each other's writes, whichever thread ran what:
+ * a loop is over only when all its iterations are done */
+typedef struct chain { int *a, *b; int64_t n; int rep; atomic_int bad; } chain;
+
+static void write_a(void *ctx, int64_t lo, int64_t hi) {
+  chain *c = ctx;
+  for (int64_t i = lo; i < hi; i++) c->a[i] = (int)i + c->rep;
+}
+
+static void read_a(void *ctx, int64_t lo, int64_t hi) {
+  chain *c = ctx;
+  for (int64_t i = lo; i < hi; i++) {
+    int64_t j = c->n - 1 - i;   /* written by another thread's share */
+    if (c->a[j] != (int)j + c->rep) atomic_fetch_add(&c->bad, 1);
+    c->b[i] = c->a[j];
+  }
+}
+
+static void test_loops_see_each_other(void **state) {
+  (void)state;
+  for (int t = 2; t <= 3; t++) {
+    temper_pool *p = temper_pool_create(t);
+    assert_non_null(p);
+    chain c = {calloc(97, sizeof(int)), calloc(97, sizeof(int)), 97, 0, 0};
+    for (c.rep = 0; c.rep < 3000; c.rep++) {
+      cover k = {calloc(8, sizeof(atomic_int)), 0};
+      temper_parallel_for(p, mark, &k, 1 + c.rep % 7);   /* a loop of another length between */
+      free(k.hits);
+      temper_parallel_for(p, write_a, &c, c.n);
+      temper_parallel_for(p, read_a, &c, c.n);
+      if (c.rep % 1000 == 999) nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);   /* workers fall asleep */
+    }
+    assert_int_equal(atomic_load(&c.bad), 0);
+    free(c.a);
+    free(c.b);
+    temper_pool_destroy(p);
+  }
+}
+
 static void test_no_pool_runs_inline(void **state) {
   (void)state;
   cover c = {calloc(10, sizeof(atomic_int)), 0};
@@ -92,6 +131,7 @@ static void test_no_pool_runs_inline(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_covers_exactly_once), cmocka_unit_test(test_balances_a_slow_thread),
+                                     cmocka_unit_test(test_loops_see_each_other),
                                      cmocka_unit_test(test_no_pool_runs_inline)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
