@@ -206,10 +206,9 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
     for (int i = 0; i < nr && i < 64; i++) {
       sched_config cfg;
       if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) { c->unusable++; continue; }
-      int ib = (int)(cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "ic_bn"));
-      int free_read = site->in_block == 0 && cfg.tmpl != TMPL_DEPTHWISE && cfg.tmpl != TMPL_WINOGRAD;   /* NCHW is read as it is */
+      int free_read = config_reads_block(s, &cfg, site->in_block);   /* no transform before it */
       int64_t ob = cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "oc_bn");
-      double cost = recs[i].median_s + (ib == site->in_block || free_read ? 0 : t_transform) + (ob == ob_def ? 0 : t_out);
+      double cost = recs[i].median_s + (free_read ? 0 : t_transform) + (ob == ob_def ? 0 : t_out);
       if (dc->threads > 1 && conv_split_rows(w) && !config_splits_rows(s, &cfg))
         cost += t_remote;   /* splits over channels where the producer split over rows */
       if (!found || cost < best_cost) {

@@ -1,8 +1,9 @@
 /* layout.c: AlterOpLayout. Each conv2d takes the blocked layouts its
  * schedule config asks for (NCHW<ib>c in, OIHW<ib>i<ob>o weights, NCHW<ob>c
  * out); elementwise ops, bias and residual adds and pooling keep the blocked
- * layout; a layout_transform is inserted only where neighbours disagree, and
- * at the model's inputs and outputs, which stay NCHW:
+ * layout; a layout_transform is inserted only where neighbours disagree (a
+ * conv2d reads its producer's blocks as they are where its template can:
+ * config_reads_block), and at the model's inputs and outputs, which stay NCHW:
  *
  *   %x ─▶ transform(NCHW→NCHW16c) ─▶ conv2d ─▶ add(bias[K/16,1,1,16]) ─▶ relu ─▶
  *         conv2d (ic_bn 16: no transform) ─▶ ... ─▶ transform(NCHW16c→NCHW) ─▶ dense
@@ -96,11 +97,13 @@ static node *reshape_blocked(temper_graph *g, node *v, int64_t C, int b) {
 }
 
 /* conv2d(x, w) → contrib_conv2d_winograd_without_weight_transform(x in
- * NCHW<ib>c, layout_transform(winograd_weight_transform(w), HWIO → OHWI<ob>o)),
+ * NCHW<ib>c — or in the producer's blocks, read as they are —,
+ * layout_transform(winograd_weight_transform(w), HWIO → OHWI<ob>o)),
  * the weight side folding to one constant */
 static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, const task_space *sp, const sched_config *cfg) {
   int ib = (int)cfg_get(sp, cfg, "ic_bn"), ob = (int)cfg_get(sp, cfg, "oc_bn");
-  node *x = to_block(g, a, args[0], ib);
+  int xblk = config_reads_block(sp, cfg, get_blk(a, args[0])) ? get_blk(a, args[0]) : ib;
+  node *x = to_block(g, a, args[0], xblk);
   node *u = ir_call(g, OP_WINOGRAD_WEIGHT, 1, &args[1], NULL);
   if (!x || !u) return NULL;
   u->attrs->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, "tile");
@@ -114,7 +117,7 @@ static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, con
   c->loc = n->loc;
   attrs_t *at = c->attrs;
   at->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, "tile");
-  layout_name(at->v[ATTR_DATA_LAYOUT].s, sizeof at->v[0].s, "NCHW", ib, 'c');
+  layout_name(at->v[ATTR_DATA_LAYOUT].s, sizeof at->v[0].s, "NCHW", xblk, 'c');
   snprintf(at->v[ATTR_KERNEL_LAYOUT].s, sizeof at->v[0].s, "OHWI%do", ob);
   layout_name(at->v[ATTR_OUT_LAYOUT].s, sizeof at->v[0].s, "NCHW", ob, 'c');
   at->v[ATTR_CHANNELS].i[0] = sp->w.K;
@@ -146,8 +149,10 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   int ib, ob, ki;
   if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, "c_bn"), ki = 1;
   else ib = ki = (int)cfg_get(&sp, &cfg, "ic_bn"), ob = (int)cfg_get(&sp, &cfg, "oc_bn");
-  /* a direct or 1x1 conv reads NCHW as well as NCHW<ib>c: no transform for an NCHW producer */
-  int xblk = get_blk(a, args[0]) == 0 && cfg.tmpl != TMPL_DEPTHWISE && !a->o->block_inputs ? 0 : ib;
+  /* a direct or 1x1 conv reads NCHW, NCHW<ib>c and (one group) blocks that
+   * ib divides as they are: no transform for such a producer */
+  int pb = get_blk(a, args[0]);
+  int xblk = config_reads_block(&sp, &cfg, pb) && !(pb == 0 && a->o->block_inputs) ? pb : ib;
   node *x = to_block(g, a, args[0], xblk);
   node *wt = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &args[1], NULL);
   if (!x || !wt) return NULL;

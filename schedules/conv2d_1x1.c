@@ -23,7 +23,7 @@ static void tile(conv_ctx *c, lstmt *blk, int v_n, int v_kb, lexpr *m0, int mn, 
     ls_add(f, blk, ls_let(f, oh[t], lx_bin(f, LO_DIV, m, CI(c, c->OW))));
     ls_add(f, blk, ls_let(f, ow[t], lx_bin(f, LO_MOD, m, CI(c, c->OW))));
     lexpr *pos = lx_add(f, lx_mul(f, lx_mul(f, CV(c, oh[t]), CI(c, w->sh)), CI(c, w->W)), lx_mul(f, CV(c, ow[t]), CI(c, w->sw)));
-    ls_add(f, blk, ls_let(f, off[t], c->x_nchw ? pos : lx_mul(f, pos, CI(c, c->ib))));
+    ls_add(f, blk, ls_let(f, off[t], c->x_nchw ? pos : lx_mul(f, pos, CI(c, c->sb))));
     for (int j = 0; j < c->nv; j++) {
       acc[t * c->nv + j] = lf_slot(f, c->lanes);
       ls_add(f, blk, ls_decl(f, acc[t * c->nv + j], lx_flt(f, 0, c->lanes)));
@@ -32,7 +32,12 @@ static void tile(conv_ctx *c, lstmt *blk, int v_n, int v_kb, lexpr *m0, int mn, 
   int vb = lf_var(f, "icb");
   lstmt *lb = ls_add(f, blk, ls_for(f, vb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
   int vxb = lf_var(f, "xbase"), vwb = lf_var(f, "wbase");
-  ls_add(f, lb, ls_let(f, vxb, lx_mul(f, lx_add(f, lx_mul(f, CV(c, v_n), CI(c, c->CB)), CV(c, vb)), CI(c, w->H * w->W * c->ib))));
+  /* block vb's first channel: its stored block's plane, and where in it (sb = ib but where ic_bn divides the stored block) */
+  int64_t r = c->sb / c->ib;
+  lexpr *plane = lx_add(f, lx_mul(f, CV(c, v_n), CI(c, c->x_nchw ? c->CB : c->SB)), r > 1 ? lx_bin(f, LO_DIV, CV(c, vb), CI(c, r)) : CV(c, vb));
+  lexpr *xb0 = lx_mul(f, plane, CI(c, w->H * w->W * c->sb));
+  if (r > 1) xb0 = lx_add(f, xb0, lx_mul(f, lx_bin(f, LO_MOD, CV(c, vb), CI(c, r)), CI(c, c->ib)));
+  ls_add(f, lb, ls_let(f, vxb, xb0));
   ls_add(f, lb, ls_let(f, vwb, lx_mul(f, lx_add(f, lx_mul(f, CV(c, v_kb), CI(c, c->CB)), CV(c, vb)), CI(c, c->ib * c->ob))));
   int64_t copies = unroll_ic ? c->ib : 1;
   lstmt *li = lb;

@@ -19,19 +19,23 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   c->OW = workload_out(&c->w, 3);
   c->Cg = c->w.C / c->w.G;
   c->Kg = c->w.K / c->w.G;
-  c->ib = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c');
-  c->x_nchw = !c->ib;
-  if (c->x_nchw) c->ib = layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i');
+  c->sb = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c');
+  c->x_nchw = !c->sb;
+  c->ib = c->cfg.tmpl == TMPL_WINOGRAD ? cfg_get(&c->space, &c->cfg, "ic_bn")
+          : c->cfg.tmpl == TMPL_DEPTHWISE ? c->sb
+                                          : layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i');
+  if (c->x_nchw) c->sb = c->ib;
   c->ob = layout_block(a->v[ATTR_OUT_LAYOUT].s, 'c');
   const node *b = p->fn->body;
   c->y_nchw = b->kind == N_CALL && b->op == OP_LAYOUT_TRANSFORM && !strcmp(b->attrs->v[ATTR_DST_LAYOUT].s, "NCHW");
   if (!c->ib || !c->ob || layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o') != c->ob ||
       (c->x_nchw && c->cfg.tmpl == TMPL_DEPTHWISE) ||
       (c->cfg.tmpl == TMPL_WINOGRAD) != (m->op == OP_CONV2D_WINOGRAD) || (c->x_nchw && c->cfg.tmpl == TMPL_WINOGRAD) ||
-      (layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i') != c->ib && c->cfg.tmpl != TMPL_DEPTHWISE && c->cfg.tmpl != TMPL_WINOGRAD))
+      (!c->x_nchw && c->sb != c->ib && !config_reads_block(&c->space, &c->cfg, c->sb)) || c->w.C % c->ib || c->w.C % c->sb)
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d: the layouts (%s, %s, %s) do not match the schedule %s", a->v[ATTR_DATA_LAYOUT].s,
                      a->v[ATTR_KERNEL_LAYOUT].s, a->v[ATTR_OUT_LAYOUT].s, a->v[ATTR_SCHEDULE].s);
   c->CB = c->w.C / c->ib;
+  c->SB = c->w.C / c->sb;
   c->KB = c->w.K / c->ob;
   c->lanes = (int)(c->ob < vec ? c->ob : vec);
   c->nv = (int)(c->ob / c->lanes);
@@ -56,8 +60,16 @@ lexpr *conv_x_index(conv_ctx *c, lexpr *n, lexpr *icb, lexpr *ici, lexpr *ih, le
     lexpr *ch = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, CI(c, c->CB)), icb), CI(c, c->ib)), ici);
     return lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, ch, CI(c, w->H)), ih), CI(c, w->W)), iw);
   }
-  lexpr *plane = lx_add(f, lx_mul(f, n, CI(c, c->CB)), icb);
-  return lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, plane, CI(c, w->H)), ih), CI(c, w->W)), iw), CI(c, c->ib)), ici);
+  lexpr *outer = icb, *inner = ici;   /* the storage block, and the channel within it */
+  if (c->sb > c->ib) {                /* ic_bn divides the stored block: part of one */
+    outer = lx_bin(f, LO_DIV, icb, CI(c, c->sb / c->ib));
+    inner = lx_add(f, lx_mul(f, lx_bin(f, LO_MOD, icb, CI(c, c->sb / c->ib)), CI(c, c->ib)), ici);
+  } else if (c->sb < c->ib) {         /* several stored blocks (Winograd: ici a constant multiple of sb's part) */
+    outer = lx_add(f, lx_mul(f, icb, CI(c, c->ib / c->sb)), lx_bin(f, LO_DIV, ici, CI(c, c->sb)));
+    inner = lx_bin(f, LO_MOD, ici, CI(c, c->sb));
+  }
+  lexpr *plane = lx_add(f, lx_mul(f, n, CI(c, c->SB)), outer);
+  return lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, plane, CI(c, w->H)), ih), CI(c, w->W)), iw), CI(c, c->sb)), inner);
 }
 
 void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow, int j) {
@@ -92,15 +104,15 @@ void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n) {
 void conv_prefetch_span(conv_ctx *c, lstmt *body, lexpr *cond, lexpr *n, lexpr *pos, int64_t span) {
   lfunc *f = c->f;
   if (c->x_nchw) return;
-  int64_t plane = c->w.H * c->w.W, lines = (span * c->ib + 15) / 16;
-  if (span > plane) lines = (plane * c->ib + 15) / 16;
+  int64_t plane = c->w.H * c->w.W, lines = (span * c->sb + 15) / 16;
+  if (span > plane) lines = (plane * c->sb + 15) / 16;
   lstmt *at_start = cond->k == LX_INT && cond->ival ? body : ls_then(ls_add(f, body, ls_if(f, cond)));
   int vb = lf_var(f, "pcb"), vl = lf_var(f, "line");
-  lstmt *lb = ls_add(f, at_start, ls_for(f, vb, lx_int(f, 0), lx_int(f, c->CB), LOOP_SERIAL));
+  lstmt *lb = ls_add(f, at_start, ls_for(f, vb, lx_int(f, 0), lx_int(f, c->SB), LOOP_SERIAL));
   lstmt *ll = ls_add(f, lb, ls_for(f, vl, lx_int(f, 0), lx_int(f, lines), LOOP_SERIAL));
-  /* ((n·CB + cb)·H·W + pos)·ib + line·16: past the plane's end it reaches
+  /* ((n·SB + cb)·H·W + pos)·sb + line·16: past the plane's end it reaches
    * the next block's start (or past the buffer: a prefetch never faults) */
-  lexpr *at = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, lx_int(f, c->CB)), lx_var(f, vb)), lx_int(f, plane)), pos),
-                             lx_int(f, c->ib)), lx_mul(f, lx_var(f, vl), lx_int(f, 16)));
+  lexpr *at = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, lx_int(f, c->SB)), lx_var(f, vb)), lx_int(f, plane)), pos),
+                             lx_int(f, c->sb)), lx_mul(f, lx_var(f, vl), lx_int(f, 16)));
   ls_add(f, ll, ls_prefetch(f, c->xb, at));
 }

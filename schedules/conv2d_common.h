@@ -13,7 +13,10 @@ typedef struct conv_ctx {
   task_space space;
   sched_config cfg;
   int64_t OH, OW, Cg, Kg;
-  int64_t ib, ob;           /* input / output channel blocks */
+  int64_t ib, ob;           /* input / output channel blocks of the computation */
+  int64_t sb, SB;           /* the block the input is stored in (NCHW<sb>c), and blocks of
+                             * all channels: sb = ib but where the conv reads its producer's
+                             * blocks as they are (config_reads_block) */
   int x_nchw;               /* the input is plain NCHW (ib is then only a loop block) */
   int y_nchw;               /* the function ends in a transform to NCHW: store there */
   int64_t CB, KB;           /* blocks of all input / output channels */

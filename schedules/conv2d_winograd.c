@@ -68,7 +68,7 @@ static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, le
     for (int j = 0; j < a; j++) {
       lexpr *ih = lx_add(f, ih0, CI(c, i)), *iw = lx_add(f, iw0, CI(c, j));
       lexpr *hi = border ? conv_clamp(c, ih, w->H) : ih, *wi = border ? conv_clamp(c, iw, w->W) : iw;
-      lexpr *x = lx_load(f, c->xb, lx_add(f, conv_x_index(c, CV(c, k->v_n), icb, CI(c, 0), hi, wi), CI(c, (int64_t)q * li)), li, 1, NULL);
+      lexpr *x = lx_load(f, c->xb, conv_x_index(c, CV(c, k->v_n), icb, CI(c, (int64_t)q * li), hi, wi), li, 1, NULL);
       if (border) x = lx_select(f, lx_bin(f, LO_AND, conv_in_range(c, ih, w->H), conv_in_range(c, iw, w->W)), x, lx_flt(f, 0, li));
       int s = lf_slot(f, li);
       ls_add(f, blk, ls_decl(f, s, x));
@@ -95,7 +95,8 @@ static void input_transform(wino *k, lstmt *blk, lexpr *p0, int tbn) {
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
-  int li = (int)(c->ib < f->vec ? c->ib : f->vec), nq = (int)(c->ib / li);
+  int64_t part = c->ib < c->sb ? c->ib : c->sb;   /* channels contiguous in the input */
+  int li = (int)(part < f->vec ? part : f->vec), nq = (int)(c->ib / li);
   int v_icb = lf_var(f, "icb"), v_t = lf_var(f, "t");
   lstmt *lc = ls_add(f, blk, ls_for(f, v_icb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
   lstmt *lt = ls_add(f, lc, ls_for(f, v_t, CI(c, 0), CI(c, tbn), LOOP_SERIAL));

@@ -29,6 +29,13 @@ int conv_split_rows(const conv_workload *w) {
   return in * 4 >= wt;
 }
 
+int config_reads_block(const task_space *s, const sched_config *c, int64_t blk) {
+  if (c->tmpl == TMPL_DEPTHWISE) return blk == cfg_get(s, c, "c_bn");
+  int64_t ib = cfg_get(s, c, "ic_bn");
+  if (c->tmpl == TMPL_WINOGRAD) return blk > 0 && (blk % ib == 0 || ib % blk == 0);
+  return blk == 0 || (blk % ib == 0 && (blk == ib || s->w.G == 1));
+}
+
 int config_splits_rows(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
   case TMPL_NCHWC: return conv_split_rows(&s->w);

@@ -88,6 +88,12 @@ int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
 int conv_split_rows(const conv_workload *w);
 /* whether a config's kernel splits over rows (for the build's choice) */
 int config_splits_rows(const task_space *s, const struct sched_config *c);
+/* 1 when a conv2d with config c reads an input stored in NCHW<blk>c (blk 0:
+ * NCHW) as it is, with no layout transform before it: its own ic_bn; NCHW
+ * for the direct templates; for direct templates with one group, any block
+ * ic_bn divides (it reads a part of each block); for Winograd, any block
+ * that divides ic_bn or that ic_bn divides */
+int config_reads_block(const task_space *s, const struct sched_config *c, int64_t blk);
 int winograd_applies(const conv_workload *w);
 int64_t winograd_tiles(const conv_workload *w, int64_t m);
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);

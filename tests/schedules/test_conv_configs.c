@@ -299,10 +299,87 @@ static void test_winograd_oc_split_matches_reference(void **state) {
     }
 }
 
+/* two chosen configs, by workload key */
+typedef struct fixed2 { fixed a, b; } fixed2;
+
+static int choose_two(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
+  fixed2 *f = ctx;
+  return choose_fixed(&f->a, key, s, site, out, err, n) || choose_fixed(&f->b, key, s, site, out, err, n);
+}
+
+static int count_transforms(const char *text, const pipeline_opts *o) {
+  temper_graph *g = parse_ok(text);
+  int np = g->main->n_params;
+  float **vals = calloc((size_t)np, sizeof(float *));
+  for (int i = 1; i < np; i++) vals[i] = calloc((size_t)shape_numel(&g->main->params[i]->ty.shape), sizeof(float));
+  diag d = {0};
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  assert_int_equal(pipeline_optimize_with(g, o, &d), TEMPER_OK);
+  char *p = print_graph(g);
+  int k = 0;
+  for (char *q = p; (q = strstr(q, "layout_transform(%")); q++) k++;
+  free(p);
+  for (int i = 1; i < np; i++) free(vals[i]);
+  free(vals);
+  temper_graph_destroy(g);
+  return k;
+}
+
+/* a conv2d reads its producer's channel blocks as they are where its
+ * template can (Winograd: a block that divides ic_bn or that ic_bn divides;
+ * direct and 1×1: a block that ic_bn divides), with no layout transform
+ * between, and computes what the reference does; a block it cannot read
+ * still gets its transform */
+static void test_reads_producer_blocks(void **state) {
+  (void)state;
+  static const struct { const char *a, *b; int k3, transforms; } cases[] = {
+      /* Winograd ic_bn 16 from NCHW32c, ic_bn 32 from NCHW16c */
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_winograd:tile=2,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=1", 1, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=7,oh_bn=2,unroll_kw=0,order=1,par=1",
+       "conv2d_winograd:tile=4,ic_bn=32,oc_bn=16,t_bn=4,par=1,stage=0,unroll_c=0,oc_split=1", 1, 1},
+      /* direct 3×3 with ic_bn 8 from NCHW32c, both loop orders */
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_nchwc:ic_bn=8,oc_bn=16,ow_bn=7,oh_bn=2,unroll_kw=1,order=0,par=1", 1, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_nchwc:ic_bn=8,oc_bn=16,ow_bn=14,oh_bn=1,unroll_kw=0,order=1,par=0", 1, 1},
+      /* 1×1 with ic_bn 8 from NCHW32c, unrolled and not */
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0", "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=14,unroll_ic=0,loop=1", 0, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0", "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=7,unroll_ic=1,loop=0", 0, 1},
+      /* direct with ic_bn 64 from NCHW32c: transformed first */
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_nchwc:ic_bn=64,oc_bn=16,ow_bn=7,oh_bn=2,unroll_kw=1,order=0,par=1", 1, 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    conv_workload wa = {1, 64, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    conv_workload wb = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    if (!cases[i].k3) wb = (conv_workload){1, 64, 14, 14, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    task_space sa, sb;
+    space_build(&wa, engine->target.vec, &sa);
+    space_build(&wb, engine->target.vec, &sb);
+    char ka[256], kb[256], err[512];
+    workload_key(&wa, ka, sizeof ka);
+    workload_key(&wb, kb, sizeof kb);
+    fixed2 fx = {{ka, {0}}, {kb, {0}}};
+    if (config_parse(&sa, cases[i].a, &fx.a.cfg, err, sizeof err) || config_parse(&sb, cases[i].b, &fx.b.cfg, err, sizeof err))
+      fail_msg("case %zu: %s", i, err);
+    pipeline_opts o = {.vec = engine->target.vec, .choose = choose_two, .ctx = &fx};
+    char text[1024];
+    snprintf(text, sizeof text,
+             "def @main(%%x: Tensor[(1, 64, 14, 14), float32], %%w1: Tensor[(64, 64, 1, 1), float32], %%w2: Tensor[(32, 64, %d, %d), float32]) {\n"
+             "  %%0 = nn.conv2d(%%x, %%w1);\n  %%1 = nn.relu(%%0);\n  nn.conv2d(%%1, %%w2%s)\n}\n",
+             cases[i].k3 ? 3 : 1, cases[i].k3 ? 3 : 1, cases[i].k3 ? ", padding=[1, 1, 1, 1]" : "");
+    assert_int_equal(count_transforms(text, &o), cases[i].transforms);
+    double tol = fx.b.cfg.tmpl == TMPL_WINOGRAD ? winograd_tolerance((int)cfg_get(&sb, &fx.b.cfg, "tile")) : 1e-4;
+    for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, tol);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) part = atoi(argv[1]);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_space_round_trips), cmocka_unit_test(test_appended_knob_keeps_records),
                                      cmocka_unit_test(test_winograd_oc_split_matches_reference),
+                                     cmocka_unit_test(test_reads_producer_blocks),
                                      cmocka_unit_test(test_random_configs_match_reference)};
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
