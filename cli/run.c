@@ -158,9 +158,8 @@ int cmd_run(int argc, char **argv) {
     double total = 0, total_alone = 0;
     for (int r = 0; kt && r < o.repeat; r++)
       for (int i = 0; i < x->n_steps; i++) {
-        exec_step *st = &x->steps[i];
         double s0 = cli_now();
-        st->k->fn(st->argv, x->pool);
+        exec_run_step(x, i);
         kt[(size_t)i * (size_t)o.repeat + (size_t)r] = cli_now() - s0;
       }
     printf("  %3s %-60s %11s %11s %s\n", "#", "kernel", "in sequence", "alone", "GFLOP/s in sequence");

@@ -68,6 +68,9 @@ typedef struct cg {
   LLVMTypeRef task_ty, pfor_ty;   /* void(ptr, i64, i64); temper_parallel_for */
   LLVMTypeRef tfirst_ty;          /* i64(): temper_task_first */
   LLVMValueRef tfirst;
+  LLVMTypeRef pfstate_ty, pfsave_ty;   /* temper_prefetch_state / _save */
+  LLVMValueRef pfstate, pfsave;
+  int has_pfnext;                 /* the kernel has prefetch_next statements */
   LLVMValueRef pfor;
   const cg_target *t;
   const lfunc *lf;
@@ -102,6 +105,7 @@ typedef struct cgfn {
   cse_entry *cse;
   const char *slot_set;            /* per slot: ever assigned after its declaration */
   LLVMValueRef *slot_val;          /* a slot never assigned is an SSA value */
+  LLVMValueRef pf_at, pf_end, pf_lines;   /* this thread's prefetch stream (allocas), if the kernel has one */
 } cgfn;
 
 static LLVMTypeRef vty(cg *c, int lanes) { return lanes > 1 ? LLVMVectorType(c->f32, (unsigned)lanes) : c->f32; }
@@ -402,6 +406,21 @@ static void fn_allocas(cg *c, cgfn *F) {
   if (!F->slot_val) abort();
   for (int i = 0; i < c->lf->n_slots; i++)
     if (c->slot_set[i]) F->slots[i] = LLVMBuildAlloca(c->b, vty(c, c->lf->slot_lanes[i]), "acc");
+  if (c->has_pfnext) {   /* the stream's state in registers, from and back to the runtime at entry and exit */
+    F->pf_at = LLVMBuildAlloca(c->b, c->ptr, "pf_at");
+    F->pf_end = LLVMBuildAlloca(c->b, c->ptr, "pf_end");
+    F->pf_lines = LLVMBuildAlloca(c->b, c->i64, "pf_lines");
+    LLVMValueRef a[3] = {F->pf_at, F->pf_end, F->pf_lines};
+    LLVMBuildCall2(c->b, c->pfstate_ty, c->pfstate, a, 3, "");
+  }
+}
+
+static void fn_return(cg *c, cgfn *F) {
+  if (F->pf_at) {
+    LLVMValueRef at = LLVMBuildLoad2(c->b, c->ptr, F->pf_at, "");
+    LLVMBuildCall2(c->b, c->pfsave_ty, c->pfsave, &at, 1, "");
+  }
+  LLVMBuildRetVoid(c->b);
 }
 
 static void fn_free(cgfn *F) {
@@ -474,7 +493,7 @@ static void gen_parallel(cg *c, cgfn *F, const lstmt *s, LLVMValueRef lo, LLVMVa
                             LLVMBuildNSWAdd(B, base, tf, ""), "first");
   }
   gen_loop(c, &G, s->id, begin, end, first, s);
-  LLVMBuildRetVoid(B);
+  fn_return(c, &G);
   fn_free(&G);
   LLVMPositionBuilderAtEnd(B, here);
 }
@@ -500,6 +519,31 @@ static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
     break;
   }
   case LS_STORE: gen_store(c, F, s); F->mem_ver++; break;
+  case LS_PREFETCH_NEXT: {   /* the next ceil(lines / calls) lines of the stream, inline: no call in the loop nest */
+    LLVMValueRef calls = LLVMConstInt(c->i64, (unsigned long long)s->val->ival, 0);
+    LLVMValueRef lines = LLVMBuildLoad2(B, c->i64, F->pf_lines, ""), at0 = LLVMBuildLoad2(B, c->ptr, F->pf_at, "");
+    LLVMValueRef k = LLVMBuildSDiv(B, LLVMBuildAdd(B, lines, LLVMBuildSub(B, calls, LLVMConstInt(c->i64, 1, 0), ""), ""), calls, "");
+    LLVMValueRef kb = LLVMBuildMul(B, k, LLVMConstInt(c->i64, 64, 0), "");
+    LLVMValueRef lim = LLVMBuildGEP2(B, LLVMInt8TypeInContext(c->ctx), at0, &kb, 1, "");
+    LLVMValueRef end = LLVMBuildLoad2(B, c->ptr, F->pf_end, "");
+    LLVMBasicBlockRef cond = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "pf.cond");
+    LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "pf.body");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c->ctx, F->fn, "pf.exit");
+    LLVMBuildBr(B, cond);
+    LLVMPositionBuilderAtEnd(B, cond);
+    LLVMValueRef at = LLVMBuildLoad2(B, c->ptr, F->pf_at, "");
+    LLVMValueRef go = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, at, lim, ""), LLVMBuildICmp(B, LLVMIntULT, at, end, ""), "");
+    LLVMBuildCondBr(B, go, body, exit);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMTypeRef tys[1] = {c->ptr};
+    LLVMValueRef args[4] = {at, LLVMConstInt(c->i32, 0, 0), LLVMConstInt(c->i32, 2, 0), LLVMConstInt(c->i32, 1, 0)};
+    call_intr(c, "llvm.prefetch", tys, 1, args, 4);
+    LLVMValueRef step = LLVMConstInt(c->i64, 64, 0);
+    LLVMBuildStore(B, LLVMBuildGEP2(B, LLVMInt8TypeInContext(c->ctx), at, &step, 1, ""), F->pf_at);
+    LLVMBuildBr(B, cond);
+    LLVMPositionBuilderAtEnd(B, exit);
+    break;
+  }
   case LS_PREFETCH: {   /* llvm.prefetch(ptr, read, keep in every level, data) */
     LLVMValueRef idx = gen(c, F, s->idx);
     LLVMValueRef p = LLVMBuildGEP2(B, c->f32, F->bufs[s->id], &idx, 1, "");
@@ -525,6 +569,13 @@ static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
   }
 }
 
+static int has_pfnext(const lstmt *s) {
+  if (s->k == LS_PREFETCH_NEXT) return 1;
+  for (int i = 0; i < s->n_body; i++)
+    if (has_pfnext(s->body[i])) return 1;
+  return 0;
+}
+
 static void mark_sets(const lstmt *s, char *set) {
   if (s->k == LS_SET) set[s->id] = 1;
   for (int i = 0; i < s->n_body; i++) mark_sets(s->body[i], set);
@@ -536,6 +587,7 @@ static void gen_kernel(cg *c, const lfunc *f) {
   c->slot_set = calloc((size_t)f->n_slots + 1, 1);
   if (!c->slot_set) abort();
   mark_sets(f->body, c->slot_set);
+  c->has_pfnext = has_pfnext(f->body);
   LLVMTypeRef params[2] = {c->ptr, c->ptr};
   LLVMValueRef fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->void_t, params, 2, 0));
   fn_attrs(c, fn);
@@ -547,7 +599,7 @@ static void gen_kernel(cg *c, const lfunc *f) {
   /* a non-constant pool: outline parallel loops at run time's choice */
   F.pool = LLVMGetParam(fn, 1);
   gen_stmt(c, &F, f->body);
-  LLVMBuildRetVoid(c->b);
+  fn_return(c, &F);
   fn_free(&F);
   free(c->slot_set);
   c->slot_set = NULL;
@@ -573,6 +625,11 @@ static void cg_begin(cg *c, LLVMContextRef ctx, const cg_target *t, diag *d) {
   c->pfor = LLVMAddFunction(c->mod, "temper_parallel_for", c->pfor_ty);
   c->tfirst_ty = LLVMFunctionType(c->i64, NULL, 0, 0);
   c->tfirst = LLVMAddFunction(c->mod, "temper_task_first", c->tfirst_ty);
+  LLVMTypeRef sp[3] = {c->ptr, c->ptr, c->ptr};
+  c->pfstate_ty = LLVMFunctionType(c->void_t, sp, 3, 0);
+  c->pfstate = LLVMAddFunction(c->mod, "temper_prefetch_state", c->pfstate_ty);
+  c->pfsave_ty = LLVMFunctionType(c->void_t, &c->ptr, 1, 0);
+  c->pfsave = LLVMAddFunction(c->mod, "temper_prefetch_save", c->pfsave_ty);
 }
 
 /* verify, set the target, O3 */
@@ -636,10 +693,12 @@ temper_status cg_jit_create(cg_jit **out, const cg_target *t, diag *d) {
   /* the runtime's entry points, and libm (expf) from the process */
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
   LLVMJITSymbolFlags fl = {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
-  LLVMOrcCSymbolMapPair sym[2] = {
+  LLVMOrcCSymbolMapPair sym[4] = {
       {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_parallel_for"), {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_parallel_for, fl}},
-      {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_task_first"), {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_task_first, fl}}};
-  e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(sym, 2));
+      {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_task_first"), {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_task_first, fl}},
+      {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_prefetch_state"), {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_prefetch_state, fl}},
+      {LLVMOrcLLJITMangleAndIntern(j->jit, "temper_prefetch_save"), {(LLVMOrcJITTargetAddress)(uintptr_t)&temper_prefetch_save, fl}}};
+  e = LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(sym, 4));
   LLVMOrcDefinitionGeneratorRef gen_ref;
   if (!e) e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen_ref, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
   if (e) { cg_jit_destroy(j); return llvm_fail(d, e, "setting up JIT symbols"); }

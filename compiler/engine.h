@@ -34,7 +34,13 @@ uint64_t engine_hash(const char *s);
 void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n);
 
 /* ---- executor.c ---- */
-typedef struct exec_step { kernel *k; float **argv; int n_args; } exec_step;
+typedef struct exec_step {
+  kernel *k;
+  float **argv;
+  int n_args;
+  const float *next_w;      /* the weights of the next step that has any: prefetched during this one */
+  int64_t next_w_bytes;
+} exec_step;
 typedef struct exec {
   int n_bufs;
   float **bufs;
@@ -54,6 +60,8 @@ typedef struct exec {
 /* exec_create: needs a fused graph (main calls primitive functions only) */
 temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec **out, diag *d);
 void exec_destroy(exec *x);
+/* runs step i, prefetching the next step's weights as it computes */
+void exec_run_step(exec *x, int i);
 void exec_set_input(exec *x, int i, const float *data);
 /* runs on p (which outlives x) instead of its own pool: programs timed
  * alternately share one set of threads, none left spinning in between */

@@ -82,6 +82,23 @@ temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec *
     }
     }
   }
+  /* each step's largest constant argument (its weights), prefetched by the
+   * step before: threads stream it from memory while they compute */
+  const float *next = NULL;
+  int64_t next_bytes = 0;
+  for (int i = x->n_steps - 1; i >= 0; i--) {
+    exec_step *st = &x->steps[i];
+    st->next_w = next;
+    st->next_w_bytes = next_bytes;
+    int64_t best = 0;
+    for (int j = 0; j + 1 < st->n_args; j++)
+      for (int b = 0; b < x->n_bufs; b++)
+        if (x->bufs[b] == st->argv[j] && !x->owned[b] && x->sizes[b] * 4 > best) {
+          best = x->sizes[b] * 4;
+          next = x->bufs[b];
+          next_bytes = best;
+        }
+  }
   node *body = g->main->body;
   x->n_outputs = body->kind == N_TUPLE ? body->n_args : 1;
   x->output_bufs = calloc((size_t)x->n_outputs, sizeof(int));
@@ -130,8 +147,14 @@ void exec_set_input(exec *x, int i, const float *data) {
   memcpy(x->bufs[x->input_bufs[i]], data, sizeof(float) * (size_t)x->sizes[x->input_bufs[i]]);
 }
 
+void exec_run_step(exec *x, int i) {
+  exec_step *st = &x->steps[i];
+  temper_pool_prefetch(x->pool, st->next_w, st->next_w_bytes);
+  st->k->fn(st->argv, x->pool);
+}
+
 void exec_run(exec *x) {
-  for (int i = 0; i < x->n_steps; i++) x->steps[i].k->fn(x->steps[i].argv, x->pool);
+  for (int i = 0; i < x->n_steps; i++) exec_run_step(x, i);
 }
 
 const float *exec_output(const exec *x, int i) { return x->bufs[x->output_bufs[i]]; }

@@ -218,6 +218,12 @@ lstmt *ls_prefetch(lfunc *f, int buf, lexpr *idx) {
   return s;
 }
 
+lstmt *ls_prefetch_next(lfunc *f, int64_t calls) {
+  lstmt *s = st(f, LS_PREFETCH_NEXT);
+  s->val = lx_int(f, calls < 1 ? 1 : calls);
+  return s;
+}
+
 lstmt *ls_let(lfunc *f, int var, lexpr *v) {
   lstmt *s = st(f, LS_LET);
   s->id = var;
@@ -385,6 +391,9 @@ static void ps(pbuf *b, const lfunc *f, const lstmt *s, int ind) {
     pr(b, "%*sprefetch %s[", ind, "", f->bufs[s->id].name);
     pe(b, f, s->idx);
     pr(b, "]\n");
+    break;
+  case LS_PREFETCH_NEXT:
+    pr(b, "%*sprefetch_next 1/%lld\n", ind, "", (long long)s->val->ival);
     break;
   case LS_IF:
     pr(b, "%*sif ", ind, "");

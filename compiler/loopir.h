@@ -37,7 +37,7 @@ struct lexpr {
   lexpr *limit;       /* LX_LOAD: lanes >= limit read 0 (NULL: all lanes) */
 };
 
-typedef enum ls_kind { LS_FOR, LS_SEQ, LS_LET, LS_DECL, LS_SET, LS_STORE, LS_IF, LS_PREFETCH } ls_kind;
+typedef enum ls_kind { LS_FOR, LS_SEQ, LS_LET, LS_DECL, LS_SET, LS_STORE, LS_IF, LS_PREFETCH, LS_PREFETCH_NEXT } ls_kind;
 typedef enum loop_kind { LOOP_SERIAL, LOOP_PARALLEL, LOOP_UNROLL } loop_kind;
 
 typedef struct lstmt lstmt;
@@ -112,6 +112,11 @@ lstmt *ls_store(lfunc *f, int buf, lexpr *idx, lexpr *v, int64_t stride, lexpr *
 lstmt *ls_if(lfunc *f, lexpr *cond);            /* then: ->body[0], else: ->body[1] */
 /* a hint to bring the line of buf[idx] into the caches; no effect on results */
 lstmt *ls_prefetch(lfunc *f, int buf, lexpr *idx);
+/* a step of the stream the executor asks for (the next kernel's weights,
+ * temper_pool_prefetch): `calls` is how often the statement runs in the
+ * whole kernel, over all threads, so that each run takes its share; no
+ * effect on results */
+lstmt *ls_prefetch_next(lfunc *f, int64_t calls);
 /* a var, set before the loop's first iteration to the first iteration this
  * thread runs (of a parallel loop: the start of its range; else lo) */
 int ls_first_var(lfunc *f, lstmt *loop, const char *name);

@@ -42,6 +42,8 @@ struct temper_pool {
   temper_task_fn fn;
   void *ctx;
   share *shares;              /* one per thread */
+  const char *pf_next, *pf_job;   /* temper_pool_prefetch: for the next loop; the current loop's */
+  int64_t pf_next_lines, pf_job_lines;
 };
 
 /* the start of the calling thread's first chunk in the current loop, or -1
@@ -49,6 +51,30 @@ struct temper_pool {
 static _Thread_local int64_t first_begin;
 
 int64_t temper_task_first(void) { return first_begin; }
+
+/* this thread's part of the current loop's prefetch stream */
+static _Thread_local const char *pf_at, *pf_end;
+static _Thread_local int64_t pf_lines;
+
+void temper_pool_prefetch(temper_pool *p, const void *next, int64_t bytes) {
+  if (!p) return;
+  p->pf_next = next && bytes > 0 ? next : NULL;
+  p->pf_next_lines = p->pf_next ? (bytes + 63) / 64 : 0;
+}
+
+static void prefetch_part(const char *base, int64_t lines, int i, int n) {
+  pf_lines = base ? lines : 0;
+  pf_at = base ? base + lines * i / n * 64 : NULL;
+  pf_end = base ? base + lines * (i + 1) / n * 64 : NULL;
+}
+
+void temper_prefetch_state(const char **at, const char **end, int64_t *lines) {
+  *at = pf_at;
+  *end = pf_end;
+  *lines = pf_lines;
+}
+
+void temper_prefetch_save(const char *at) { pf_at = at; }
 
 /* how long an idle worker spins before it sleeps: kernels of a model come
  * back to back, and waking from the condition variable took 10–100 µs on
@@ -80,6 +106,7 @@ static void run_share(temper_pool *p, int j, int *first) {
 /* thread i: its own share, then the others' leftovers */
 static void run_job(temper_pool *p, int i) {
   int first = 1;
+  prefetch_part(p->pf_job, p->pf_job_lines, i, p->n);
   for (int k = 0; k < p->n; k++) run_share(p, (i + k) % p->n, &first);
 }
 
@@ -162,6 +189,8 @@ int temper_pool_threads(const temper_pool *p) { return p ? p->n : 1; }
 void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n) {
   if (!p || p->n == 1 || n <= 1) {
     first_begin = 0;
+    prefetch_part(p ? p->pf_next : NULL, p ? p->pf_next_lines : 0, 0, 1);
+    if (p) p->pf_next = NULL;
     if (n > 0) fn(ctx, 0, n);
     return;
   }
@@ -174,6 +203,9 @@ void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n
     p->shares[i].end = n * (i + 1) / p->n;
   }
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  p->pf_job = p->pf_next;   /* one loop's */
+  p->pf_job_lines = p->pf_next_lines;
+  p->pf_next = NULL;
   atomic_fetch_add(&p->gen, 1);                    /* even: published */
   if (atomic_load(&p->sleepers) > 0) {
     pthread_mutex_lock(&p->mu);

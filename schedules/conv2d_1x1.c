@@ -31,6 +31,7 @@ static void tile(conv_ctx *c, lstmt *blk, int v_n, int v_kb, lexpr *m0, int mn, 
   }
   int vb = lf_var(f, "icb");
   lstmt *lb = ls_add(f, blk, ls_for(f, vb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
+  ls_add(f, lb, ls_prefetch_next(f, c->pf_calls * c->CB));
   int vxb = lf_var(f, "xbase"), vwb = lf_var(f, "wbase");
   /* block vb's first channel: its stored block's plane, and where in it (sb = ib but where ic_bn divides the stored block) */
   int64_t r = c->sb / c->ib;
@@ -76,6 +77,7 @@ temper_status sched_conv2d_1x1(prim *p, int vec, diag *d) {
   int64_t mb = cfg_get(&c.space, &c.cfg, "m_bn"), unroll = cfg_get(&c.space, &c.cfg, "unroll_ic"),
           loop = cfg_get(&c.space, &c.cfg, "loop");
   int64_t M = c.OH * c.OW, MT = (M + mb - 1) / mb, full = M / mb, rem = M % mb;
+  c.pf_calls = c.w.N * c.KB * MT;   /* position tiles in the kernel */
   int v_n = lf_var(f, "n"), v_kb = lf_var(f, "kb"), v_mt = lf_var(f, "mt"), vt = lf_var(f, loop == 0 ? "n_kb_mt" : "n_mt_kb");
   lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * c.KB * MT), LOOP_PARALLEL));
   lexpr *t = CV(&c, vt);

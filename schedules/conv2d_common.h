@@ -22,6 +22,7 @@ typedef struct conv_ctx {
   int64_t CB, KB;           /* blocks of all input / output channels */
   int lanes, nv;            /* floats per vector, vectors per output block */
   int xb, wb;               /* buffer ids */
+  int64_t pf_calls;         /* how often the template's prefetch_next runs in the kernel */
   diag *d;
 } conv_ctx;
 

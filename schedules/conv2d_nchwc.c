@@ -88,6 +88,7 @@ static void window_cols(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0,
     if (inner_ic) {   /* order 1: ic-block and ic inside the window */
       int vb = lf_var(f, "icb"), vi = lf_var(f, "ic");
       lstmt *lb = ls_add(f, sb, ls_for(f, vb, CI(c, 0), CI(c, k->CBgb), LOOP_SERIAL));
+      ls_add(f, lb, ls_prefetch_next(f, c->pf_calls * c->w.R * S * k->CBgb));
       lstmt *li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
       p.icb_rel = CV(c, vb);
       p.ici = CV(c, vi);
@@ -109,6 +110,7 @@ static void reduction(nchwc *k, lstmt *blk, lexpr *oh0, lexpr *ow0, int ohn, int
   if (k->order == 0) {
     int vb = lf_var(f, "icb");
     lstmt *lb = ls_add(f, blk, ls_for(f, vb, CI(c, 0), CI(c, k->CBgb), LOOP_SERIAL));
+    ls_add(f, lb, ls_prefetch_next(f, c->pf_calls * k->CBgb));
     lstmt *lr = ls_add(f, lb, ls_for(f, vr, CI(c, 0), CI(c, c->w.R), LOOP_SERIAL));
     p.icb_rel = CV(c, vb);
     p.r = CV(c, vr);
@@ -181,6 +183,7 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
              .unroll_kw = cfg_get(&c.space, &c.cfg, "unroll_kw"), .order = cfg_get(&c.space, &c.cfg, "order"),
              .par = cfg_get(&c.space, &c.cfg, "par"), .CBgb = c.Cg / c.ib};
   int64_t OHT = (c.OH + k.oh_bn - 1) / k.oh_bn, full = c.OH / k.oh_bn, rem = c.OH % k.oh_bn;
+  c.pf_calls = c.w.N * c.KB * OHT * ((c.OW + k.ow_bn - 1) / k.ow_bn);   /* register tiles in the kernel */
   k.v_n = lf_var(f, "n");
   k.v_kb = lf_var(f, "kb");
   int v_oht = lf_var(f, "oht");

@@ -120,6 +120,7 @@ static void multiply(wino *k, lstmt *blk, lexpr *kb, lexpr *mk, int tbn) {
   int64_t a2 = k->a * k->a;
   int v_e = lf_var(f, "e");
   lstmt *le = ls_add(f, blk, ls_for(f, v_e, CI(c, 0), CI(c, a2), LOOP_SERIAL));
+  ls_add(f, le, ls_prefetch_next(f, c->w.N * k->TB * c->KB * a2));   /* one multiply per (image, tile block, oc-block) */
   lexpr *e = CV(c, v_e);
   int acc[REG_BUDGET * 4];
   for (int i = 0; i < tbn * c->nv; i++) {

@@ -19,6 +19,17 @@ void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n
 /* Inside fn: the begin of this thread's first chunk of the current loop,
  * or -1 in a later chunk. */
 int64_t temper_task_first(void);
+/* The data the step after the next parallel loop will read (the next
+ * kernel's weights): the threads of that loop prefetch it a little at a
+ * time, as its kernel calls temper_prefetch_step, so the stream from memory
+ * overlaps compute instead of stalling the next kernel. Used by one loop;
+ * next == NULL clears it. */
+void temper_pool_prefetch(temper_pool *p, const void *next, int64_t bytes);
+/* Inside fn, for compiled kernels: this thread's part of that data, from
+ * *at (where it got to) to *end, and the lines of the whole; a kernel
+ * prefetches it inline and hands back where it got to at its return. */
+void temper_prefetch_state(const char **at, const char **end, int64_t *lines);
+void temper_prefetch_save(const char *at);
 
 /* The signature of every compiled kernel: args[0..n_in) are the inputs,
  * args[n_in] the output, all float32. */

@@ -284,6 +284,8 @@ static void test_parallel_split(void **state) {
     char *text = lf_print(f);
     int found = strstr(text, cases[i].loop) != NULL;
     int prefetch = strstr(text, "prefetch p0[") != NULL && strstr(text, " first first") != NULL && strstr(text, cases[i].prefetch);
+    /* and the next kernel's weights, a step in the reduction */
+    prefetch = prefetch && strstr(text, "prefetch_next 1/") != NULL;
     if (!prefetch) fprintf(stderr, "%s", text);
     assert_true(prefetch);
     free(text);

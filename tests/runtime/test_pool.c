@@ -119,6 +119,50 @@ static void test_loops_see_each_other(void **state) {
   }
 }
 
+/* temper_pool_prefetch: the next loop's threads get disjoint parts of the
+ * region that together cover it, each from its first chunk on; the loop
+ * after has none */
+typedef struct stream { const char *at[4], *end[4]; int64_t lines[4]; pthread_t who[4]; atomic_int n; } stream;
+
+static void take_state(void *ctx, int64_t lo, int64_t hi) {
+  (void)hi;
+  stream *s = ctx;
+  if (temper_task_first() != lo) return;   /* the state as a thread's first chunk sees it */
+  int i = atomic_fetch_add(&s->n, 1);
+  if (i < 4) {
+    temper_prefetch_state(&s->at[i], &s->end[i], &s->lines[i]);
+    s->who[i] = pthread_self();
+  }
+  nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);   /* let every thread take a chunk */
+}
+
+static void test_prefetch_stream(void **state) {
+  (void)state;
+  static char region[64 * 100];
+  for (int t = 1; t <= 3; t++) {
+    temper_pool *p = temper_pool_create(t);
+    assert_non_null(p);
+    stream s = {0};
+    temper_pool_prefetch(p, region, sizeof region);
+    temper_parallel_for(p, take_state, &s, 64);
+    int n = atomic_load(&s.n);
+    assert_true(n >= 1 && n <= t);
+    int64_t covered = 0;
+    for (int i = 0; i < n; i++) {
+      assert_int_equal(s.lines[i], 100);
+      assert_true(s.at[i] >= region && s.end[i] <= region + sizeof region && s.at[i] <= s.end[i]);
+      assert_int_equal((s.at[i] - region) % 64, 0);
+      covered += s.end[i] - s.at[i];
+      for (int j = 0; j < i; j++) assert_true(s.end[j] <= s.at[i] || s.end[i] <= s.at[j]);   /* disjoint */
+    }
+    if (n == t) assert_int_equal(covered, (int64_t)sizeof region);
+    stream s2 = {0};
+    temper_parallel_for(p, take_state, &s2, 64);   /* the region served one loop */
+    for (int i = 0; i < atomic_load(&s2.n) && i < 4; i++) assert_true(s2.at[i] >= s2.end[i]);
+    temper_pool_destroy(p);
+  }
+}
+
 static void test_no_pool_runs_inline(void **state) {
   (void)state;
   cover c = {calloc(10, sizeof(atomic_int)), 0};
@@ -132,6 +176,7 @@ static void test_no_pool_runs_inline(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_covers_exactly_once), cmocka_unit_test(test_balances_a_slow_thread),
                                      cmocka_unit_test(test_loops_see_each_other),
+                                     cmocka_unit_test(test_prefetch_stream),
                                      cmocka_unit_test(test_no_pool_runs_inline)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
