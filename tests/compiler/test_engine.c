@@ -75,6 +75,28 @@ static void test_two_complex_ops_refused(void **state) {
   temper_graph_destroy(g);
 }
 
+/* a direct conv2d cannot read channel blocks smaller than its ic_bn as they
+ * are (config_reads_block): a layout pass never makes one, and a hand-written
+ * one is refused with the layouts and the schedule named, not miscompiled */
+static void test_unreadable_input_block_refused(void **state) {
+  (void)state;
+  temper_graph *g = parse_ok(
+      "def @main(%x: Tensor[(1, 4, 8, 8, 16), float32], %w: Tensor[(1, 2, 3, 3, 32, 16), float32]) {\n"
+      "  %0 = fn (%p0: Tensor[(1, 4, 8, 8, 16), float32], %p1: Tensor[(1, 2, 3, 3, 32, 16), float32], Primitive=1) {\n"
+      "    nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW32i16o\", out_layout=\"NCHW16c\",\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=32,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "  };\n"
+      "  %0(%x, %w)\n}\n");
+  diag d = {0};
+  kernel **ks = NULL;
+  int n = 0;
+  assert_int_not_equal(engine_lower(engine, g->main, &ks, &n, &d), TEMPER_OK);
+  assert_null(ks);
+  if (!strstr(d.msg, "the layouts (NCHW16c, OIHW32i16o, NCHW16c) do not match the schedule")) fprintf(stderr, "%s\n", d.msg);
+  assert_non_null(strstr(d.msg, "the layouts (NCHW16c, OIHW32i16o, NCHW16c) do not match the schedule"));
+  temper_graph_destroy(g);
+}
+
 static void test_unfused_op_in_main_refused(void **state) {
   (void)state;
   temper_graph *g = parse_ok("def @main(%x: Tensor[(4), float32]) { nn.relu(%x) }");
@@ -300,6 +322,7 @@ int main(void) {
       cmocka_unit_test(test_seed_lower_and_run),
       cmocka_unit_test(test_two_complex_ops_refused),
       cmocka_unit_test(test_unfused_op_in_main_refused),
+      cmocka_unit_test(test_unreadable_input_block_refused),
       cmocka_unit_test(test_cache_shares_identical_functions),
       cmocka_unit_test(test_every_op_against_reference),
       cmocka_unit_test(test_resnet_block_against_reference),
