@@ -22,7 +22,8 @@ temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec *
   node **order = ir_topo(&s, g->main->body, &n);
   int *buf_of = order ? arena_alloc(&s, sizeof(int) * (size_t)(g->n_nodes + 1)) : NULL;
   int *field0 = order ? arena_alloc(&s, sizeof(int) * (size_t)(g->n_nodes + 1)) : NULL;
-  if (!x || !buf_of || !field0) goto oom;
+  int *weights = order ? arena_alloc(&s, sizeof(int) * (size_t)(n + 1)) : NULL;   /* per step: its largest constant's buffer, or -1 */
+  if (!x || !buf_of || !field0 || !weights) goto oom;
   int cap = n + g->main->n_params + 1;
   x->bufs = calloc((size_t)cap, sizeof(float *));
   x->sizes = calloc((size_t)cap, sizeof(int64_t));
@@ -76,28 +77,23 @@ temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec *
       int ob = new_buf(x, shape_numel(&v->ty.shape), NULL);
       if (ob < 0) goto oom;
       buf_of[v->id] = ob;
-      for (int j = 0; j < v->n_args; j++) step->argv[j] = x->bufs[buf_of[v->args[j]->id]];
+      weights[x->n_steps - 1] = -1;
+      for (int j = 0; j < v->n_args; j++) {
+        int b = buf_of[v->args[j]->id], *wb = &weights[x->n_steps - 1];
+        step->argv[j] = x->bufs[b];
+        if (v->args[j]->kind == N_CONST && (*wb < 0 || x->sizes[b] > x->sizes[*wb])) *wb = b;
+      }
       step->argv[v->n_args] = x->bufs[ob];
       break;
     }
     }
   }
-  /* each step's largest constant argument (its weights), prefetched by the
-   * step before: threads stream it from memory while they compute */
-  const float *next = NULL;
-  int64_t next_bytes = 0;
-  for (int i = x->n_steps - 1; i >= 0; i--) {
-    exec_step *st = &x->steps[i];
-    st->next_w = next;
-    st->next_w_bytes = next_bytes;
-    int64_t best = 0;
-    for (int j = 0; j + 1 < st->n_args; j++)
-      for (int b = 0; b < x->n_bufs; b++)
-        if (x->bufs[b] == st->argv[j] && !x->owned[b] && x->sizes[b] * 4 > best) {
-          best = x->sizes[b] * 4;
-          next = x->bufs[b];
-          next_bytes = best;
-        }
+  /* the weights of the next step that has any, prefetched as a step
+   * computes: threads stream them from memory meanwhile */
+  for (int i = x->n_steps - 2, next = -1; i >= 0; i--) {
+    if (weights[i + 1] >= 0) next = weights[i + 1];
+    x->steps[i].next_w = next >= 0 ? x->bufs[next] : NULL;
+    x->steps[i].next_w_bytes = next >= 0 ? x->sizes[next] * 4 : 0;
   }
   node *body = g->main->body;
   x->n_outputs = body->kind == N_TUPLE ? body->n_args : 1;

@@ -35,7 +35,7 @@ static void tile(conv_ctx *c, lstmt *blk, int v_n, int v_kb, lexpr *m0, int mn, 
   int vxb = lf_var(f, "xbase"), vwb = lf_var(f, "wbase");
   /* block vb's first channel: its stored block's plane, and where in it (sb = ib but where ic_bn divides the stored block) */
   int64_t r = c->sb / c->ib;
-  lexpr *plane = lx_add(f, lx_mul(f, CV(c, v_n), CI(c, c->x_nchw ? c->CB : c->SB)), r > 1 ? lx_bin(f, LO_DIV, CV(c, vb), CI(c, r)) : CV(c, vb));
+  lexpr *plane = lx_add(f, lx_mul(f, CV(c, v_n), CI(c, c->SB)), r > 1 ? lx_bin(f, LO_DIV, CV(c, vb), CI(c, r)) : CV(c, vb));
   lexpr *xb0 = lx_mul(f, plane, CI(c, w->H * w->W * c->sb));
   if (r > 1) xb0 = lx_add(f, xb0, lx_mul(f, lx_bin(f, LO_MOD, CV(c, vb), CI(c, r)), CI(c, c->ib)));
   ls_add(f, lb, ls_let(f, vxb, xb0));
