@@ -737,7 +737,7 @@ temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *f
   LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(c.mod, tsc);
   LLVMOrcDisposeThreadSafeContext(tsc);
   LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
-  if (e) { LLVMOrcDisposeThreadSafeModule(tsm); return llvm_fail(d, e, "adding a module"); }
+  if (e) return llvm_fail(d, e, "adding a module");   /* the JIT owns tsm even when it fails */
   for (int i = 0; i < n; i++) {
     LLVMOrcExecutorAddress addr = 0;
     e = LLVMOrcLLJITLookup(j->jit, &addr, fs[i]->name);

@@ -233,6 +233,10 @@ temper_status sched_prepare(const node *fn, prim *p, diag *d) {
 }
 
 temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out, diag *d) {
+  return sched_lower_as(fn, vec, name, SCHED_BEST, out, d);
+}
+
+temper_status sched_lower_as(const node *fn, int vec, const char *name, sched_pick pick, lfunc **out, diag *d) {
   *out = NULL;
   prim p;
   temper_status s = sched_prepare(fn, &p, d);
@@ -254,7 +258,7 @@ temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out
   else if (m && m->op == OP_CONV2D_WINOGRAD) s = diag_error(d, m->loc, "%s needs a conv2d_winograd schedule", ir_op_name(m));
   else if (m && m->op == OP_DENSE) s = sched_dense(&p, vec, d);
   else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);
-  else if (!m && sched_is_layout_copy(fn)) s = sched_layout_copy(&p, vec, d);
+  else if (!m && pick == SCHED_BEST && sched_is_layout_copy(fn)) s = sched_layout_copy(&p, vec, d);
   else s = sched_generic(&p, d);
   if (s == TEMPER_OK && p.f->a.failed) s = diag_fail(d, TEMPER_ENOMEM, "out of memory building loops");
   if (s == TEMPER_OK && d->status) s = d->status;

@@ -1,11 +1,13 @@
 /* layout_transform.c: moving an activation between NCHW and NCHW<b>c
  * layouts (the transforms between differently blocked convs) as vector
  * copies instead of the generic per-element index arithmetic. Plain NCHW is
- * block 1. From block a to block b, with g = min(a, b):
+ * block 1. From block a to block b, with g = gcd(a, b):
  *
  *   g > 1:   parallel over (n, h, output block); for each w, b/g copies of
- *            g contiguous floats (a ≥ b: one slice of an input block;
- *            a < b: b/a whole input blocks)
+ *            g contiguous floats. g divides both blocks, so a run of g
+ *            channels starting at a multiple of g lies inside one input
+ *            block and one output block (12c → 8c copies runs of 4: min(a, b)
+ *            = 8 would read channels 8..15 from one 12-wide block)
  *   g = 1:   parallel over (n, h, output block); for each channel of the
  *            output block, the row in vectors along w: loads with stride a,
  *            stores with stride b (one side contiguous), the last one masked
@@ -38,6 +40,15 @@ int sched_is_layout_copy(const node *fn) {
   return C % a == 0 && C % o == 0;
 }
 
+static int64_t gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 temper_status sched_layout_copy(prim *p, int vec, diag *d) {
   lfunc *f = p->f;
   const node *b = p->fn->body;
@@ -55,7 +66,7 @@ temper_status sched_layout_copy(prim *p, int vec, diag *d) {
   /* element index of channel c at (n, h, w) in block k */
   #define AT(k, CB, c, w) lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, lx_int(f, CB)), \
                           lx_bin(f, LO_DIV, c, lx_int(f, k))), lx_int(f, H)), h), lx_int(f, W)), w), lx_int(f, k)), lx_bin(f, LO_MOD, c, lx_int(f, k)))
-  int64_t g = a < ob ? a : ob;
+  int64_t g = gcd(a, ob);
   if (g > 1) {
     int vw = lf_var(f, "w");
     lstmt *lw = ls_add(f, lt, ls_for(f, vw, lx_int(f, 0), lx_int(f, W), LOOP_SERIAL));

@@ -20,8 +20,14 @@ typedef struct prim {
 
 /* Finds the master op; refuses two complex ops naming both. */
 temper_status sched_prepare(const node *fn, prim *p, diag *d);
-/* Lowers with the default schedule for the target's vector width. */
+/* Lowers with the schedule its master op's attribute names (a conv2d's
+ * config), or the op's own schedule for the target's vector width. */
 temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out, diag *d);
+/* The same, but SCHED_GENERIC lowers a function without a master op by the
+ * generic per-element schedule even where a specialised one applies (the
+ * layout copy), so tests can hold the two against each other. */
+typedef enum sched_pick { SCHED_BEST, SCHED_GENERIC } sched_pick;
+temper_status sched_lower_as(const node *fn, int vec, const char *name, sched_pick pick, lfunc **out, diag *d);
 
 /* ---- epilogue.c: an op of the function evaluated at one output point ---- */
 typedef struct epi {
