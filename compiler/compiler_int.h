@@ -293,6 +293,11 @@ void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input
 int data_name_positive(const char *name);
 uint64_t data_hash_name(const char *s);
 double data_checksum(const float *x, int64_t n);
+/* How far got is from want: max |got - want| in *abs_err (may be NULL) and,
+ * returned, that over max |want| (normwise relative error; the absolute
+ * error where want is all zero). Equal infinities and NaN against NaN count
+ * as equal; any other NaN as an infinite error. */
+double data_rel_error(const float *got, const float *want, int64_t n, double *abs_err);
 /* a whole file, NUL-terminated (malloc'd); NULL with a message in err */
 char *data_read_file(const char *path, size_t *len, char *err, size_t n);
 temper_status npy_read(const char *path, shape_t *shape, float **data, char *err, size_t n);

@@ -57,6 +57,18 @@ double data_checksum(const float *x, int64_t n) {
   return s;
 }
 
+double data_rel_error(const float *got, const float *want, int64_t n, double *abs_err) {
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double a = got[i], b = want[i], e = a == b || (isnan(a) && isnan(b)) ? 0 : fabs(a - b);
+    if (isnan(e)) e = INFINITY;
+    if (e > worst) worst = e;
+    if (isfinite(b) && fabs(b) > scale) scale = fabs(b);
+  }
+  if (abs_err) *abs_err = worst;
+  return scale > 0 ? worst / scale : worst;
+}
+
 int data_name_positive(const char *name) {
   return strstr(name, "var") || strstr(name, "gamma") || strstr(name, "scale") || strstr(name, "std");
 }

@@ -41,6 +41,26 @@ double engine_flops(const node *m) {
   return (double)shape_numel(&m->ty.shape);
 }
 
+double engine_tolerance(const temper_graph *g) {
+  double tol = 1e-4;
+  arena s = {0};
+  int n = 0;
+  node **order = ir_topo(&s, g->main->body, &n);
+  for (int i = 0; order && i < n; i++) {
+    const node *fn = order[i]->kind == N_CALL && order[i]->op == OP_FUNCALL ? order[i]->callee : NULL;
+    if (!fn) continue;
+    int m = 0;
+    node **body = ir_topo(&s, fn->body, &m);
+    for (int k = 0; body && k < m; k++)
+      if (body[k]->kind == N_CALL && body[k]->op == OP_CONV2D_WINOGRAD) {
+        double t = winograd_tolerance((int)body[k]->attrs->v[ATTR_TILE_SIZE].i[0]);
+        if (t > tol) tol = t;
+      }
+  }
+  arena_free(&s);
+  return tol;
+}
+
 uint64_t engine_hash(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;

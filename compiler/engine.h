@@ -30,6 +30,10 @@ void engine_destroy(temper_engine *e);
  * one cached kernel). *out is malloc'd; the kernels belong to the engine. */
 temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int *n_out, diag *d);
 double engine_flops(const node *master);
+/* engine_tolerance: needs a fused graph; the normwise relative error its
+ * kernels may show against the reference interpreter: 1e-4, or more where
+ * a Winograd tile's transforms round more (winograd_tolerance) */
+double engine_tolerance(const temper_graph *g);
 uint64_t engine_hash(const char *s);
 void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n);
 

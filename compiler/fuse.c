@@ -158,6 +158,17 @@ static void try_fuse(fgraph *f, int i, int *path, char *seen) {
       node *y = f->order[path[k]];
       if (pattern_of(y) > PAT_BROADCAST || !shape_eq(&y->ty.shape, ms)) return;
     }
+    /* so must every member of the groups joined with it: a group made
+     * earlier (an input's layout_transform fused into the add it feeds)
+     * brings its members along, not only the path */
+    int mr = find(f, m);
+    for (int v = 0; v < f->n; v++) {
+      int r = find(f, v), joined = 0;
+      for (int k = 0; k < nr && !joined; k++) joined = roots[k] == r;
+      if (!joined || r == mr || v == target) continue;
+      node *y = f->order[v];
+      if (pattern_of(y) > PAT_BROADCAST || !shape_eq(&y->ty.shape, ms)) return;
+    }
   }
   for (int k = 1; k < nr; k++) merge(f, roots[0], roots[k]);
 }

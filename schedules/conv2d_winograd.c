@@ -57,8 +57,8 @@ static void tile_origin(wino *k, lstmt *blk, lexpr *p, int *v_th, int *v_tw) {
   ls_add(f, blk, ls_let(f, *v_tw, lx_bin(f, LO_MOD, p, CI(c, k->TW))));
 }
 
-/* V for one tile t and one vector of input channels (icb, q·li ...) */
-static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, lexpr *iw0, int q, int li, int border) {
+/* V for one tile t and one vector of li input channels (icb, off ...) */
+static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, lexpr *iw0, int64_t off, int li, int border) {
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
@@ -68,7 +68,7 @@ static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, le
     for (int j = 0; j < a; j++) {
       lexpr *ih = lx_add(f, ih0, CI(c, i)), *iw = lx_add(f, iw0, CI(c, j));
       lexpr *hi = border ? conv_clamp(c, ih, w->H) : ih, *wi = border ? conv_clamp(c, iw, w->W) : iw;
-      lexpr *x = lx_load(f, c->xb, conv_x_index(c, CV(c, k->v_n), icb, CI(c, (int64_t)q * li), hi, wi), li, 1, NULL);
+      lexpr *x = lx_load(f, c->xb, conv_x_index(c, CV(c, k->v_n), icb, CI(c, off), hi, wi), li, 1, NULL);
       if (border) x = lx_select(f, lx_bin(f, LO_AND, conv_in_range(c, ih, w->H), conv_in_range(c, iw, w->W)), x, lx_flt(f, 0, li));
       int s = lf_slot(f, li);
       ls_add(f, blk, ls_decl(f, s, x));
@@ -85,7 +85,7 @@ static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, le
     for (int j = 0; j < a; j++) {
       lexpr *v = lin(f, blk, k->mt.BT[j], 1, &tmp[i * a], a, li);
       lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, CI(c, (int64_t)(i * a + j) * c->CB), icb), CI(c, k->tb)), t), CI(c, c->ib)),
-                          CI(c, (int64_t)q * li));
+                          CI(c, off));
       ls_add(f, blk, ls_store(f, k->vb, idx, v, 1, NULL));
     }
 }
@@ -95,8 +95,10 @@ static void input_transform(wino *k, lstmt *blk, lexpr *p0, int tbn) {
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
-  int64_t part = c->ib < c->sb ? c->ib : c->sb;   /* channels contiguous in the input */
-  int li = (int)(part < f->vec ? part : f->vec), nq = (int)(c->ib / li);
+  /* the ib channels in runs contiguous in the input (part: the smaller of
+   * the computation's and the stored block, one dividing the other), each
+   * run in vectors of up to vec lanes, the last one shorter (23 = 16 + 7) */
+  int64_t part = c->ib < c->sb ? c->ib : c->sb;
   int v_icb = lf_var(f, "icb"), v_t = lf_var(f, "t");
   lstmt *lc = ls_add(f, blk, ls_for(f, v_icb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
   lstmt *lt = ls_add(f, lc, ls_for(f, v_t, CI(c, 0), CI(c, tbn), LOOP_SERIAL));
@@ -107,10 +109,12 @@ static void input_transform(wino *k, lstmt *blk, lexpr *p0, int tbn) {
   lexpr *inside = lx_bin(f, LO_AND, lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), ih0), lx_bin(f, LO_LE, lx_add(f, ih0, CI(c, k->a)), CI(c, w->H))),
                          lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), iw0), lx_bin(f, LO_LE, lx_add(f, iw0, CI(c, k->a)), CI(c, w->W))));
   lstmt *br = ls_add(f, lt, ls_if(f, inside));
-  for (int q = 0; q < nq; q++) {
-    input_tile(k, ls_then(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, q, li, 0);
-    input_tile(k, ls_else(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, q, li, 1);
-  }
+  for (int64_t run = 0; run < c->ib; run += part)
+    for (int64_t off = run; off < run + part; off += f->vec) {
+      int li = (int)(run + part - off < f->vec ? run + part - off : f->vec);
+      input_tile(k, ls_then(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, off, li, 0);
+      input_tile(k, ls_else(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, off, li, 1);
+    }
 }
 
 /* M[mk][e][t] for every e: the batched GEMM of oc-block kb */

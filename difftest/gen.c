@@ -1,0 +1,334 @@
+/* gen.c: random networks in the text format for the differential tester.
+ *
+ * A network is grown op by op from one NCHW input. Each step picks an op
+ * and its operands among the values made so far (the newest most often, so
+ * chains are deep and branches happen), and appends a binding:
+ *
+ *   %x ─ conv2d ─ [bias | batch_norm | relu | clip | ×scale | + residual]* ─┐
+ *            └──── max/avg pool ── conv2d (groups, depthwise) ─ concat ◀───┘
+ *                                                             └─ head: global pool → flatten → dense → softmax
+ *
+ * Shapes are drawn so every op is valid: kernels 1×1 to 7×7 (non-square
+ * too), strides 1–3, dilation 1–2, asymmetric padding, channel counts odd
+ * and prime as well as round, groups from 1 to depthwise, inputs down to
+ * 1×1. The result is every value no op consumed (a tuple when there are
+ * several), so nothing computed goes unchecked. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "difftest.h"
+
+const dt_gen_opts dt_gen_defaults = {.max_ops = 7, .max_hw = 20, .max_channels = 48};
+
+enum { MAX_VALUES = 64 };
+
+typedef struct val {
+  char name[32];       /* "%x", "%3" */
+  int rank;            /* 4: (N, C, H, W); 2: (N, F) */
+  int64_t N, C, H, W;  /* rank 2: C is F */
+  int used;            /* consumed by a later op */
+} val;
+
+typedef struct sbuf { char *s; size_t n, cap; int failed; } sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) { b->failed = 1; return; }
+    if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
+    size_t nc = (b->cap + (size_t)k + 1) * 2;
+    char *ns = realloc(b->s, nc);
+    if (!ns) { b->failed = 1; return; }
+    b->s = ns;
+    b->cap = nc;
+  }
+}
+
+typedef struct gen {
+  pcg32 rng;
+  const dt_gen_opts *o;
+  sbuf params;         /* ", %w1: Tensor[...]" */
+  sbuf body;           /* "  %1 = ...;\n" */
+  val v[MAX_VALUES];
+  int n;
+  int next_id;
+} gen;
+
+static int rnd(gen *g, int n) { return n > 0 ? (int)(pcg32_next(&g->rng) % (uint32_t)n) : 0; }
+static int chance(gen *g, int percent) { return rnd(g, 100) < percent; }
+static int pick_of(gen *g, const int *xs, int n) { return xs[rnd(g, n)]; }
+
+/* a new parameter; its name carries the id so names are unique */
+static void param(gen *g, char *name, size_t n, const char *stem, int id, const char *shape) {
+  snprintf(name, n, "%%%s%d", stem, id);
+  sb_printf(&g->params, ",\n          %s: Tensor[%s, float32]", name, shape);
+}
+
+/* a value made by the binding named `name` */
+static void add_val(gen *g, const char *name, int rank, int64_t N, int64_t C, int64_t H, int64_t W) {
+  val *v = &g->v[g->n++];
+  *v = (val){.rank = rank, .N = N, .C = C, .H = H, .W = W};
+  snprintf(v->name, sizeof v->name, "%s", name);
+}
+
+static void add_val_id(gen *g, int id, int rank, int64_t N, int64_t C, int64_t H, int64_t W) {
+  char name[16];
+  snprintf(name, sizeof name, "%%%d", id);
+  add_val(g, name, rank, N, C, H, W);
+}
+
+/* an operand of rank 4: the newest most often, else any */
+static val *pick4(gen *g) {
+  int cand[MAX_VALUES], k = 0;
+  for (int i = 0; i < g->n; i++)
+    if (g->v[i].rank == 4) cand[k++] = i;
+  if (!k) return NULL;
+  return &g->v[chance(g, 60) ? cand[k - 1] : cand[rnd(g, k)]];
+}
+
+static int64_t rand_channels(gen *g) {
+  static const int cs[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 16, 17, 20, 24, 29, 32, 40, 48, 56, 64};
+  int64_t c;
+  do c = pick_of(g, cs, (int)(sizeof cs / sizeof *cs));
+  while (c > g->o->max_channels);
+  return c;
+}
+
+/* output size of a window op, or 0 if it does not fit */
+static int64_t out_size(int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t dil, int64_t st) {
+  int64_t e = dil * (k - 1) + 1, p = in + pa + pb;
+  return e > p ? 0 : (p - e) / st + 1;
+}
+
+/* the elementwise chain after a conv2d: bias, batch_norm, relu, clip,
+ * a per-channel scale, a residual add of a same-shaped earlier value */
+static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
+  int steps = rnd(g, 4);
+  for (int s = 0; s < steps; s++) {
+    int k = rnd(g, 6), t = g->next_id++;
+    char p[32], q[32], r[32], u[32], sh[64];
+    switch (k) {
+    case 0:
+      snprintf(sh, sizeof sh, "(%lld)", (long long)shape->C);
+      param(g, p, sizeof p, "bias", t, sh);
+      sb_printf(&g->body, "  %%%d = nn.bias_add(%s, %s);\n", t, cur, p);
+      break;
+    case 1:
+      snprintf(sh, sizeof sh, "(%lld)", (long long)shape->C);
+      param(g, p, sizeof p, "bn_gamma", t, sh);
+      param(g, q, sizeof q, "bn_beta", t, sh);
+      param(g, r, sizeof r, "bn_mean", t, sh);
+      param(g, u, sizeof u, "bn_var", t, sh);
+      sb_printf(&g->body, "  %%%d = nn.batch_norm(%s, %s, %s, %s, %s);\n", t, cur, p, q, r, u);
+      t = g->next_id++;
+      sb_printf(&g->body, "  %%%d = %%%d.0;\n", t, t - 1);
+      break;
+    case 2: sb_printf(&g->body, "  %%%d = nn.relu(%s);\n", t, cur); break;
+    case 3: sb_printf(&g->body, "  %%%d = clip(%s, a_min=%df, a_max=%df);\n", t, cur, -rnd(g, 3), 1 + rnd(g, 6)); break;
+    case 4:
+      snprintf(sh, sizeof sh, "(%lld, 1, 1)", (long long)shape->C);
+      param(g, p, sizeof p, "mul", t, sh);
+      sb_printf(&g->body, "  %%%d = multiply(%s, %s);\n", t, cur, p);
+      break;
+    default: {   /* residual: an earlier value of the same shape, else skip */
+      int cand[MAX_VALUES], c = 0;
+      for (int i = 0; i < g->n; i++)
+        if (g->v[i].rank == 4 && g->v[i].N == shape->N && g->v[i].C == shape->C && g->v[i].H == shape->H && g->v[i].W == shape->W)
+          cand[c++] = i;
+      if (!c) { sb_printf(&g->body, "  %%%d = nn.relu(%s);\n", t, cur); break; }
+      val *o = &g->v[cand[rnd(g, c)]];
+      o->used = 1;
+      if (chance(g, 50)) sb_printf(&g->body, "  %%%d = add(%s, %s);\n", t, cur, o->name);
+      else sb_printf(&g->body, "  %%%d = add(%s, %s);\n", t, o->name, cur);
+    }
+    }
+    snprintf(cur, n, "%%%d", g->next_id - 1);
+  }
+}
+
+static int gen_conv(gen *g) {
+  val *x = pick4(g);
+  int64_t C = x->C, G = 1, K;
+  int kind = rnd(g, 10);
+  if (kind < 5) K = rand_channels(g);                        /* one group */
+  else if (kind < 7 && C > 1) G = C, K = C * (chance(g, 75) ? 1 : 2);   /* depthwise, or a channel multiplier */
+  else {                                                     /* another divisor of C */
+    int ds[64], nd = 0;
+    for (int64_t d = 2; d < C; d++)
+      if (C % d == 0) ds[nd++] = (int)d;
+    G = nd ? ds[rnd(g, nd)] : 1;
+    K = G * (1 + rnd(g, 4));
+  }
+  if (K > 2 * g->o->max_channels) K = G;
+  int64_t R, S;
+  if (chance(g, 65)) { static const int ks[] = {1, 3, 3, 5, 7}; R = S = pick_of(g, ks, 5); }
+  else R = 1 + rnd(g, 7), S = 1 + rnd(g, 7);
+  int64_t sh = chance(g, 60) ? 1 : 2 + rnd(g, 2), sw = chance(g, 80) ? sh : 1 + rnd(g, 3);
+  int64_t dh = chance(g, 80) ? 1 : 2, dw = chance(g, 80) ? dh : 1 + rnd(g, 2);
+  int64_t pt, pl, pb, pr;
+  if (chance(g, 50)) pt = pb = (dh * (R - 1)) / 2, pl = pr = (dw * (S - 1)) / 2;   /* "same" */
+  else pt = rnd(g, (int)R), pb = rnd(g, (int)R), pl = rnd(g, (int)S), pr = rnd(g, (int)S);
+  int64_t OH = out_size(x->H, pt, pb, R, dh, sh), OW = out_size(x->W, pl, pr, S, dw, sw);
+  if (!OH || !OW) {   /* the window does not fit: a 1×1 conv instead */
+    R = S = 1, dh = dw = 1, pt = pl = pb = pr = 0;
+    OH = out_size(x->H, 0, 0, 1, 1, sh), OW = out_size(x->W, 0, 0, 1, 1, sw);
+  }
+  x->used = 1;
+  int id = g->next_id++;
+  char w[32], sh_[96], cur[32];
+  snprintf(sh_, sizeof sh_, "(%lld, %lld, %lld, %lld)", (long long)K, (long long)(C / G), (long long)R, (long long)S);
+  param(g, w, sizeof w, "w", id, sh_);
+  sb_printf(&g->body, "  %%%d = nn.conv2d(%s, %s, strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
+                      "groups=%lld, channels=%lld, kernel_size=[%lld, %lld]);\n",
+            id, x->name, w, (long long)sh, (long long)sw, (long long)pt, (long long)pl, (long long)pb, (long long)pr, (long long)dh,
+            (long long)dw, (long long)G, (long long)K, (long long)R, (long long)S);
+  snprintf(cur, sizeof cur, "%%%d", id);
+  val shape = {.rank = 4, .N = x->N, .C = K, .H = OH, .W = OW};
+  epilogue(g, cur, sizeof cur, &shape);
+  add_val(g, cur, 4, x->N, K, OH, OW);
+  return 0;
+}
+
+static void gen_pool(gen *g) {
+  val *x = pick4(g);
+  int kind = rnd(g, 5);
+  x->used = 1;
+  int id = g->next_id++;
+  if (kind == 4) {
+    sb_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", id, x->name);
+    add_val_id(g, id, 4, x->N, x->C, 1, 1);
+    return;
+  }
+  int64_t k = 1 + rnd(g, 3), st = 1 + rnd(g, 2), p = rnd(g, (int)k), ceil = chance(g, 25);
+  int64_t pt = p, pl = chance(g, 70) ? p : rnd(g, (int)k), pb = chance(g, 70) ? p : rnd(g, (int)k), pr = chance(g, 70) ? pl : rnd(g, (int)k);
+  int64_t OH = out_size(x->H, pt, pb, k, 1, st), OW = out_size(x->W, pl, pr, k, 1, st);
+  if (!OH || !OW) k = 1, pt = pl = pb = pr = 0, OH = out_size(x->H, 0, 0, 1, 1, st), OW = out_size(x->W, 0, 0, 1, 1, st);
+  if (ceil) {   /* ceil_mode adds the window that starts inside the padded input */
+    OH = (x->H + pt + pb - k + st - 1) / st + 1;
+    OW = (x->W + pl + pr - k + st - 1) / st + 1;
+  }
+  int avg = kind >= 2;
+  sb_printf(&g->body, "  %%%d = nn.%s_pool2d(%s, pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld]%s%s);\n",
+            id, avg ? "avg" : "max", x->name, (long long)k, (long long)k, (long long)st, (long long)st, (long long)pt, (long long)pl,
+            (long long)pb, (long long)pr, ceil ? ", ceil_mode=True" : "", avg && chance(g, 50) ? ", count_include_pad=True" : "");
+  add_val_id(g, id, 4, x->N, x->C, OH, OW);
+}
+
+/* concatenate along channels every earlier value of the same (N, H, W) as
+ * the newest one, when there is another; else nothing */
+static void gen_concat(gen *g) {
+  val *x = pick4(g);
+  int cand[MAX_VALUES], k = 0;
+  for (int i = 0; i < g->n; i++)
+    if (g->v[i].rank == 4 && &g->v[i] != x && g->v[i].N == x->N && g->v[i].H == x->H && g->v[i].W == x->W) cand[k++] = i;
+  if (!k) return;
+  int m = 1 + rnd(g, k < 3 ? k : 3);
+  int64_t C = x->C;
+  int id = g->next_id++;
+  sb_printf(&g->body, "  %%%d = concatenate((%s", id, x->name);
+  x->used = 1;
+  for (int j = 0; j < m; j++) {
+    val *o = &g->v[cand[rnd(g, k)]];
+    o->used = 1;
+    C += o->C;
+    sb_printf(&g->body, ", %s", o->name);
+  }
+  sb_printf(&g->body, "), axis=1);\n");
+  add_val_id(g, id, 4, x->N, C, x->H, x->W);
+}
+
+/* the classifier head: (global pool) → flatten → dense (+ bias) (→ softmax) */
+static void gen_head(gen *g) {
+  val *x = pick4(g);
+  x->used = 1;
+  const char *cur = x->name;
+  char buf[32];
+  int64_t F = x->C * x->H * x->W;
+  if (chance(g, 60) || F > 4096) {
+    int id = g->next_id++;
+    sb_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", id, cur);
+    snprintf(buf, sizeof buf, "%%%d", id);
+    cur = buf;
+    F = x->C;
+  }
+  int id = g->next_id++;
+  sb_printf(&g->body, "  %%%d = nn.batch_flatten(%s);\n", id, cur);
+  int64_t U = 1 + rnd(g, 20);
+  int dn = g->next_id++;
+  char w[32], sh[64];
+  snprintf(sh, sizeof sh, "(%lld, %lld)", (long long)U, (long long)F);
+  param(g, w, sizeof w, "fc_w", dn, sh);
+  sb_printf(&g->body, "  %%%d = nn.dense(%%%d, %s, units=%lld);\n", dn, id, w, (long long)U);
+  int last = dn;
+  if (chance(g, 70)) {
+    int b = g->next_id++;
+    char bn[32];
+    snprintf(sh, sizeof sh, "(%lld)", (long long)U);
+    param(g, bn, sizeof bn, "fc_b", b, sh);
+    sb_printf(&g->body, "  %%%d = nn.bias_add(%%%d, %s);\n", b, last, bn);
+    last = b;
+  }
+  if (chance(g, 60)) {
+    int s = g->next_id++;
+    sb_printf(&g->body, "  %%%d = nn.softmax(%%%d);\n", s, last);
+    last = s;
+  }
+  add_val_id(g, last, 2, x->N, U, 1, 1);
+}
+
+/* a standalone elementwise op or softmax over channels */
+static void gen_elementwise(gen *g) {
+  val *x = pick4(g);
+  x->used = 1;
+  int id = g->next_id++;
+  switch (rnd(g, 3)) {
+  case 0: sb_printf(&g->body, "  %%%d = sigmoid(%s);\n", id, x->name); break;
+  case 1: sb_printf(&g->body, "  %%%d = nn.softmax(%s, axis=1);\n", id, x->name); break;
+  default: sb_printf(&g->body, "  %%%d = multiply(%s, %s);\n", id, x->name, x->name); break;
+  }
+  add_val_id(g, id, 4, x->N, x->C, x->H, x->W);
+}
+
+/* dt_generate: seed → model text; deterministic */
+char *dt_generate(uint64_t seed, const dt_gen_opts *o) {
+  gen g = {.o = o ? o : &dt_gen_defaults};
+  pcg32_seed(&g.rng, seed, 0x5eed);
+  int64_t N = chance(&g, 85) ? 1 : 2, C = rand_channels(&g);
+  int64_t H = chance(&g, 10) ? 1 + rnd(&g, 3) : 1 + rnd(&g, g.o->max_hw), W = chance(&g, 70) ? H : 1 + rnd(&g, g.o->max_hw);
+  val *x = &g.v[g.n++];
+  *x = (val){.rank = 4, .N = N, .C = C, .H = H, .W = W};
+  snprintf(x->name, sizeof x->name, "%%x");
+  int ops = 1 + rnd(&g, g.o->max_ops);
+  for (int i = 0; i < ops && g.n < MAX_VALUES - 4; i++) {
+    int k = rnd(&g, 100);
+    if (k < 60 || i == 0) gen_conv(&g);
+    else if (k < 75) gen_pool(&g);
+    else if (k < 88) gen_concat(&g);
+    else gen_elementwise(&g);
+  }
+  if (chance(&g, 45)) gen_head(&g);
+  sbuf out = {0};
+  sb_printf(&out, "// difftest seed %llu\ndef @main(%%x: Tensor[(%lld, %lld, %lld, %lld), float32]%s) {\n%s",
+            (unsigned long long)seed, (long long)N, (long long)C, (long long)H, (long long)W, g.params.s ? g.params.s : "",
+            g.body.s ? g.body.s : "");
+  int leaves[MAX_VALUES], nl = 0;
+  for (int i = 1; i < g.n; i++)
+    if (!g.v[i].used) leaves[nl++] = i;
+  if (nl == 1) sb_printf(&out, "  %s\n}\n", g.v[leaves[0]].name);
+  else {
+    sb_printf(&out, "  (");
+    for (int i = 0; i < nl; i++) sb_printf(&out, "%s%s", i ? ", " : "", g.v[leaves[i]].name);
+    sb_printf(&out, ")\n}\n");
+  }
+  int failed = out.failed || g.params.failed || g.body.failed;
+  free(g.params.s);
+  free(g.body.s);
+  if (failed) { free(out.s); return NULL; }
+  return out.s;
+}
