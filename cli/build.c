@@ -11,15 +11,33 @@
 static int usage(void) {
   fprintf(stderr, "usage: temper build MODEL [--db FILE] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
                   "                    [--target host|CPU|CPU:FEATURES] [--match exact|any]\n"
-                  "                    [--emit obj|asm|llvm|loops] [--embed-limit MB] [--seed S] [--input NAME=FILE.npy]...\n");
+                  "                    [--emit obj|asm|llvm|loops] [--embed-limit MB] [--seed S] [--input NAME=FILE.npy]...\n"
+                  "                    [--check]\n");
   return 2;
+}
+
+/* --check: the reference outputs on the model's seeded (or given) data,
+ * and the inputs by name, taken before the passes rewrite the graph */
+static int check_prepare(temper_graph *g, const model_data *md, float ***ref, int *n_ref, const char ***names,
+                         const float ***vals, int *n_in) {
+  diag d = {.path = g->path, .text = g->text};
+  if (ref_eval_func(g->main, (const float *const *)md->values, ref, n_ref, &d)) {
+    fprintf(stderr, "temper build: reference: %s\n", d.msg);
+    return 1;
+  }
+  *names = calloc((size_t)md->n_params + 1, sizeof(char *));
+  *vals = calloc((size_t)md->n_params + 1, sizeof(float *));
+  if (!*names || !*vals) { fprintf(stderr, "temper: out of memory\n"); return 1; }
+  for (int i = 0; i < md->n_params; i++)
+    if (md->is_input[i]) (*names)[*n_in] = g->main->params[i]->name, (*vals)[(*n_in)++] = md->values[i];
+  return 0;
 }
 
 int cmd_build(int argc, char **argv) {
   const char *model = NULL, *dbpath = NULL, *out = NULL, *target = "host";
   model_data md = {.seed = 1};
   aot_opts ao = {.embed_limit_mb = 64};
-  int threads = 1, strict = 0, rc = 1, exact = 0;
+  int threads = 1, strict = 0, rc = 1, exact = 0, check = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--db") && v) dbpath = v, i++;
@@ -27,6 +45,7 @@ int cmd_build(int argc, char **argv) {
     else if (!strcmp(a, "--params") && v) md.params_dir = v, i++;
     else if (!strcmp(a, "--threads") && v) { threads = atoi(v); i++; if (threads < 1 || threads > 256) { fprintf(stderr, "temper build: --threads expects 1..256\n"); return 2; } }
     else if (!strcmp(a, "--strict")) strict = 1;
+    else if (!strcmp(a, "--check")) check = 1;
     else if (!strcmp(a, "--target") && v) target = v, i++;
     else if (!strcmp(a, "--match") && v) {
       if (strcmp(v, "exact") && strcmp(v, "any")) { fprintf(stderr, "temper build: --match expects exact or any\n"); return 2; }
@@ -42,7 +61,15 @@ int cmd_build(int argc, char **argv) {
     else return usage();
   }
   if (!model || !out) return usage();
+  if (check && (ao.emit || strcmp(target, "host"))) {
+    fprintf(stderr, "temper build: --check runs the library on this machine: it needs a library (no --emit) for the host (no --target)\n");
+    return 2;
+  }
   temper_graph *g = NULL;
+  float **ref = NULL;
+  int n_ref = 0, n_in = 0;
+  const char **in_names = NULL;
+  const float **in_vals = NULL;
   db_chooser *dc = NULL;
   cg_target t;
   diag d = {0};
@@ -55,8 +82,9 @@ int cmd_build(int argc, char **argv) {
   if (strcmp(target, "host"))
     printf("target: %s (%s), %d-float vectors%s\n", t.cpu, t.features, t.vec, dbpath ? "" : "");
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
-  if (cli_read_model(model, &g) || db_chooser_set_model(dc, g) || cli_model_data(g, &md) || cli_bind_and_optimize(g, &md, &po))
-    goto out;
+  if (cli_read_model(model, &g) || db_chooser_set_model(dc, g) || cli_model_data(g, &md)) goto out;
+  if (check && check_prepare(g, &md, &ref, &n_ref, &in_names, &in_vals, &n_in)) goto out;
+  if (cli_bind_and_optimize(g, &md, &po)) goto out;
   int n_fell = db_chooser_report(dc);
   if (strict && n_fell) {
     fprintf(stderr, "temper build: --strict: %d workload%s have no tuning record for this machine\n", n_fell, n_fell > 1 ? "s" : "");
@@ -71,8 +99,12 @@ int cmd_build(int argc, char **argv) {
     printf("built %s: %d kernels, %d steps; arena %.2f MB planned (%.2f MB of intermediates without reuse); weights %.1f MB %s\n",
            out, rep.n_kernels, rep.n_steps, rep.arena_bytes / 1048576.0, rep.intermediate_bytes / 1048576.0,
            rep.params_bytes / 1048576.0, rep.params_embedded ? "embedded" : "in a .params file beside it");
-  rc = 0;
+  rc = check ? cli_check_library(out, threads, n_in, in_names, in_vals, ref, n_ref, engine_tolerance(g)) : 0;
 out:
+  for (int i = 0; i < n_ref; i++) free(ref[i]);
+  free(ref);
+  free(in_names);
+  free(in_vals);
   db_chooser_close(dc);
   cli_model_data_free(&md);
   temper_graph_destroy(g);

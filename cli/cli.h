@@ -74,6 +74,11 @@ int cmd_db(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_refine(int argc, char **argv);
 int cli_run_library(const char *path, int threads, int repeat, model_data *md, const char *save_dir);
+/* runs a built library once on the given inputs (matched by name) and
+ * compares each output with ref; prints a line per output; 0 if all are
+ * within tolerance, 1 otherwise (or if it cannot be loaded or run) */
+int cli_check_library(const char *path, int threads, int n_inputs, const char *const *names, const float *const *values,
+                      float *const *ref, int n_ref, double tolerance);
 struct tune_task;
 int cli_find_task(struct tune_task *tasks, int n, const char *k);
 int cli_load_tasks(const char *model, model_data *md, temper_graph **g, struct tune_task **tasks, int *n, int *vec);

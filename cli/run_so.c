@@ -25,13 +25,13 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int cli_run_library(const char *path, int threads, int repeat, model_data *md, const char *save_dir) {
+/* dlopens a built library and finds its API; NULL with the error printed */
+static void *library_open(const char *path, model_api *a) {
   char full[4096];
   snprintf(full, sizeof full, "%s%s", strchr(path, '/') ? "" : "./", path);
   void *h = dlopen(full, RTLD_NOW | RTLD_LOCAL);
-  if (!h) { fprintf(stderr, "temper: %s: cannot load: %s\n", path, dlerror()); return 1; }
-  model_api a;
-#define SYM(field, name) *(void **)&a.field = dlsym(h, name)
+  if (!h) { fprintf(stderr, "temper: %s: cannot load: %s\n", path, dlerror()); return NULL; }
+#define SYM(field, name) *(void **)&a->field = dlsym(h, name)
   SYM(create, "temper_model_create");
   SYM(create_error, "temper_model_create_error");
   SYM(destroy, "temper_model_destroy");
@@ -46,11 +46,64 @@ int cli_run_library(const char *path, int threads, int repeat, model_data *md, c
   SYM(out_shape, "temper_model_output_shape");
   SYM(in_size, "temper_model_input_size");
   SYM(out_size, "temper_model_output_size");
-  if (!a.create || !a.run || !a.n_in || !a.out_size) {
+#undef SYM
+  if (!a->create || !a->create_error || !a->destroy || !a->run || !a->error || !a->n_in || !a->n_out || !a->in_name ||
+      !a->in_ndim || !a->out_ndim || !a->in_shape || !a->out_shape || !a->in_size || !a->out_size) {
     fprintf(stderr, "temper: %s: not a model built by temper (no temper_model_* API)\n", path);
     dlclose(h);
-    return 1;
+    return NULL;
   }
+  return h;
+}
+
+static shape_t out_shape(const model_api *a, int i) {
+  shape_t s = {a->out_ndim(i), {0}};
+  for (int k = 0; k < s.ndim && k < TEMPER_MAX_DIMS; k++) s.d[k] = a->out_shape(i)[k];
+  return s;
+}
+
+int cli_check_library(const char *path, int threads, int n_inputs, const char *const *names, const float *const *values,
+                      float *const *ref, int n_ref, double tolerance) {
+  model_api a;
+  void *h = library_open(path, &a);
+  if (!h) return 1;
+  int ni = a.n_in(), no = a.n_out(), rc = 1;
+  const float **in = calloc((size_t)ni + 1, sizeof(float *));
+  float **out = calloc((size_t)no + 1, sizeof(float *));
+  size_t *isz = calloc((size_t)ni + 1, sizeof(size_t)), *osz = calloc((size_t)no + 1, sizeof(size_t));
+  void *m = NULL;
+  if (!in || !out || !isz || !osz) { fprintf(stderr, "temper: out of memory\n"); goto out; }
+  if (no != n_ref) { fprintf(stderr, "temper: %s has %d outputs, the model %d\n", path, no, n_ref); goto out; }
+  for (int i = 0; i < ni; i++) {
+    for (int k = 0; k < n_inputs && !in[i]; k++)
+      if (!strcmp(names[k], a.in_name(i))) in[i] = values[k];
+    if (!in[i]) { fprintf(stderr, "temper: %s: input %s is not an input of the model\n", path, a.in_name(i)); goto out; }
+    isz[i] = a.in_size(i);
+  }
+  for (int i = 0; i < no; i++)
+    if (!(out[i] = malloc(sizeof(float) * ((osz[i] = a.out_size(i)) + 1)))) { fprintf(stderr, "temper: out of memory\n"); goto out; }
+  if (!(m = a.create(threads))) { fprintf(stderr, "temper: %s: %s\n", path, a.create_error()); goto out; }
+  if (a.run(m, in, isz, out, osz)) { fprintf(stderr, "temper: %s: %s\n", path, a.error(m)); goto out; }
+  rc = 0;
+  for (int i = 0; i < no; i++) {
+    double abs_err, rel = data_rel_error(out[i], ref[i], (int64_t)osz[i], &abs_err);
+    int ok = rel <= tolerance;
+    printf("check %s output %d: max abs error %.3g, relative error %.3g (%s %.0e)\n", path, i, abs_err, rel,
+           ok ? "ok: within" : "FAILED: over", tolerance);
+    if (!ok) rc = 1;
+  }
+out:
+  if (m) a.destroy(m);
+  for (int i = 0; out && i < no; i++) free(out[i]);
+  free(in), free(out), free(isz), free(osz);
+  dlclose(h);
+  return rc;
+}
+
+int cli_run_library(const char *path, int threads, int repeat, model_data *md, const char *save_dir) {
+  model_api a;
+  void *h = library_open(path, &a);
+  if (!h) return 1;
   int ni = a.n_in(), no = a.n_out(), rc = 1;
   float **in = calloc((size_t)ni + 1, sizeof(float *)), **out = calloc((size_t)no + 1, sizeof(float *));
   size_t *isz = calloc((size_t)ni + 1, sizeof(size_t)), *osz = calloc((size_t)no + 1, sizeof(size_t));
@@ -94,8 +147,7 @@ int cli_run_library(const char *path, int threads, int repeat, model_data *md, c
   }
   qsort(times, (size_t)repeat, sizeof(double), cmp_double);
   for (int i = 0; i < no; i++) {
-    shape_t s = {a.out_ndim(i), {0}};
-    for (int k = 0; k < s.ndim; k++) s.d[k] = a.out_shape(i)[k];
+    shape_t s = out_shape(&a, i);
     char ty[128];
     type_t tt = {.kind = TY_TENSOR, .shape = s};
     print_type(ty, sizeof ty, &tt);
