@@ -403,7 +403,18 @@ static temper_status import_node(imp *m) {
     node *a[5];
     for (int i = 0; i < 5; i++) TRY(input(m, (size_t)i, &a[i]));
     double eps;
+    int64_t training;
     TRY(attr_float(m, "epsilon", 1e-5, &eps));
+    TRY(attr_int(m, "training_mode", 0, &training));
+    /* training mode normalises by the batch's own statistics and updates the
+     * running ones: running it with the stored statistics would be silently
+     * wrong, so it is refused (opset 14+: training_mode; older: the extra
+     * outputs mean, var, saved_mean, saved_var) */
+    int stats_out = 0;
+    for (size_t i = 1; i < m->cur->n_output; i++) stats_out |= m->cur->output[i] && m->cur->output[i][0];
+    if (training || stats_out)
+      return node_err(m, "training mode (%s) is not supported: temper runs inference; export the model in eval mode",
+                      training ? "training_mode=1" : "running-statistics outputs requested");
     y = call(m, OP_BATCH_NORM, 5, a);
     if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
     y->attrs->v[ATTR_EPSILON].f = eps;
@@ -543,27 +554,34 @@ static int is_supported(const char *op) {
   return 0;
 }
 
-/* one message listing every unsupported op type with its nodes */
+/* one message listing every unsupported op type, each with its count and
+ * its first nodes' names; every type is named however many there are (the
+ * names go first when the message would not fit) */
 static temper_status check_ops(imp *m, const Onnx__GraphProto *gp) {
-  char msg[1800] = "";
-  size_t k = 0;
+  enum { NAMES_PER_OP = 3, BUDGET = 1500 };
+  char msg[1900];
   int bad = 0;
-  for (size_t i = 0; i < gp->n_node; i++) {
-    const char *op = gp->node[i]->op_type;
-    if (is_supported(op) || (gp->node[i]->domain && gp->node[i]->domain[0] && strcmp(gp->node[i]->domain, "ai.onnx") && 0)) continue;
-    int first = 1;
-    for (size_t j = 0; j < i; j++)
-      if (!strcmp(gp->node[j]->op_type, op)) first = 0;
-    if (!first) continue;
-    bad++;
-    k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s%s (node", bad > 1 ? ", " : "", op);
-    int nn = 0;
-    for (size_t j = i; j < gp->n_node && k < sizeof msg - 64; j++)
-      if (!strcmp(gp->node[j]->op_type, op)) {
-        const char *nm = gp->node[j]->name && gp->node[j]->name[0] ? gp->node[j]->name : "(unnamed)";
-        k += (size_t)snprintf(msg + k, sizeof msg - k, "%s '%s'", nn++ ? "," : "", nm);
-      }
-    if (k < sizeof msg) k += (size_t)snprintf(msg + k, sizeof msg - k, ")");
+  for (int names = NAMES_PER_OP; names >= 0; names -= NAMES_PER_OP) {
+    size_t k = 0;
+    bad = 0;
+    msg[0] = 0;
+    for (size_t i = 0; i < gp->n_node; i++) {
+      const char *op = gp->node[i]->op_type ? gp->node[i]->op_type : "";
+      int first = !is_supported(op);
+      for (size_t j = 0; j < i && first; j++) first = strcmp(gp->node[j]->op_type ? gp->node[j]->op_type : "", op) != 0;
+      if (!first) continue;
+      int count = 0;
+      for (size_t j = i; j < gp->n_node; j++) count += !strcmp(gp->node[j]->op_type ? gp->node[j]->op_type : "", op);
+      k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s%s (%d node%s", bad++ ? ", " : "", op, count,
+                            count > 1 ? "s" : "");
+      for (size_t j = i, shown = 0; j < gp->n_node && (int)shown < names; j++)
+        if (!strcmp(gp->node[j]->op_type ? gp->node[j]->op_type : "", op)) {
+          const char *nm = gp->node[j]->name && gp->node[j]->name[0] ? gp->node[j]->name : "(unnamed)";
+          k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s '%.40s'", shown++ ? "," : ":", nm);
+        }
+      k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s)", count > names && names ? ", ..." : "");
+    }
+    if (k < BUDGET) break;
   }
   if (bad) return diag_fail(m->d, TEMPER_EUNSUPPORTED, "%s: unsupported ONNX op%s: %s", m->path, bad > 1 ? "s" : "", msg);
   return TEMPER_OK;
