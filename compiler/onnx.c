@@ -577,7 +577,9 @@ static temper_status check_ops(imp *m, const Onnx__GraphProto *gp) {
       for (size_t j = i, shown = 0; j < gp->n_node && (int)shown < names; j++)
         if (!strcmp(gp->node[j]->op_type ? gp->node[j]->op_type : "", op)) {
           const char *nm = gp->node[j]->name && gp->node[j]->name[0] ? gp->node[j]->name : "(unnamed)";
-          k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s '%.40s'", shown++ ? "," : ":", nm);
+          size_t len = strlen(nm);   /* a long exported name: its end tells the nodes apart */
+          k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s '%s%s'", shown++ ? "," : ":", len > 60 ? "..." : "",
+                                len > 60 ? nm + len - 57 : nm);
         }
       k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s)", count > names && names ? ", ..." : "");
     }
