@@ -104,7 +104,7 @@ int main(int argc, char **argv) {
         if (system(cmd)) return 1;
         temper_db *db = NULL;
         char err[4096];
-        if (temper_db_open(path, &db, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+        if (temper_db_open(path, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
         curve *c = &runs[k][s];
         memset(c, 0, sizeof *c);
         tune_opts o = {.trials = ktrials[kinds[k]], .search = kinds[k], .seed = 100 + (uint64_t)s, .build_jobs = 2,

@@ -311,12 +311,11 @@ db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads,
   dc->max_level = exact ? LEVEL_EXACT : LEVEL_SUBSET;
   if (!dbpath) return dc;   /* no database: the defaults, listed */
   char err[4096];
-  if (temper_db_open(dbpath, &dc->db, err, sizeof err)) {
+  if (temper_db_open(dbpath, tune_db_versions(), &dc->db, err, sizeof err)) {
     fprintf(stderr, "temper: %s\n", err);
     db_chooser_close(dc);
     return NULL;
   }
-  db_set_tmpl_version_hook(tune_tmpl_version);
   if (match_targets(dc, t)) {
     fprintf(stderr, "temper: %s\n", db_errmsg(dc->db));
     db_chooser_close(dc);

@@ -264,7 +264,7 @@ int cmd_refine(int argc, char **argv) {
   int store = n_kept > 0 && tune_paired_better(&tot, o.min_gain < 0 ? o.min_gain : 0);
   if (n_kept && !store) printf("not kept: together the changes did not beat the records' choice\n");
   char err[4096];
-  if (temper_db_open(o.db, &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
+  if (temper_db_open(o.db, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
   db_target ht;
   int64_t tid;
   tune_host_target(&ht);

@@ -75,7 +75,7 @@ int cmd_tune(int argc, char **argv) {
   int n = 0, vec, rc = 1;
   if (cli_load_tasks(model, &md, &g, &tasks, &n, &vec)) goto out;
   char err[4096];
-  if (temper_db_open(dbpath, &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
+  if (temper_db_open(dbpath, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
   res = calloc((size_t)n + 1, sizeof *res);
   if (!res) goto out;
   char command[4096];
@@ -133,8 +133,7 @@ static temper_db *open_db(const char *path, int must_exist) {
   if (must_exist && access(path, F_OK)) { fprintf(stderr, "temper: %s: no such database\n", path); return NULL; }
   temper_db *db = NULL;
   char err[4096];
-  if (temper_db_open(path, &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); return NULL; }
-  db_set_tmpl_version_hook(tune_tmpl_version);
+  if (temper_db_open(path, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); return NULL; }
   return db;
 }
 

@@ -18,6 +18,7 @@ struct temper_db {
   sqlite3 *h;
   char path[1024];
   char err[4096];
+  db_versions versions;     /* the template versions in force, given at open */
 };
 
 const char *db_errmsg(temper_db *db) { return db->err; }
@@ -117,29 +118,31 @@ static temper_status schema(temper_db *db) {
   return set_version(db);
 }
 
-/* template versions in force come from the caller through this hook */
-static int (*tmpl_version_hook)(const char *);
-void db_set_tmpl_version_hook(int (*f)(const char *)) { tmpl_version_hook = f; }
-int db_tmpl_version(const char *tmpl) { return tmpl_version_hook ? tmpl_version_hook(tmpl) : -1; }
+int db_tmpl_version(const temper_db *db, const char *tmpl) {
+  for (int i = 0; i < db->versions.n; i++)
+    if (!strcmp(db->versions.names[i], tmpl)) return db->versions.versions[i];
+  return -1;
+}
 
 static void sql_tmpl_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc;
   const char *t = (const char *)sqlite3_value_text(argv[0]);
-  sqlite3_result_int(ctx, t ? db_tmpl_version(t) : -1);
+  sqlite3_result_int(ctx, t ? db_tmpl_version(sqlite3_user_data(ctx), t) : -1);
 }
 
-temper_status temper_db_open(const char *path, temper_db **out, char *err, size_t n) {
+temper_status temper_db_open(const char *path, const db_versions *v, temper_db **out, char *err, size_t n) {
   *out = NULL;
   temper_db *db = calloc(1, sizeof *db);
   if (!db) { snprintf(err, n, "out of memory"); return TEMPER_ENOMEM; }
   snprintf(db->path, sizeof db->path, "%s", path);
+  if (v) db->versions = *v;
   temper_status s = TEMPER_OK;
   if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL)) {
     s = fail(db, "cannot open");
     goto out;
   }
   sqlite3_busy_timeout(db->h, 30000);
-  sqlite3_create_function(db->h, "temper_tmpl_version", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, sql_tmpl_version, NULL, NULL);
+  sqlite3_create_function(db->h, "temper_tmpl_version", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, db, sql_tmpl_version, NULL, NULL);
   sqlite3_extended_result_codes(db->h, 1);
   /* the first read tells a corrupt or foreign file apart */
   if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")) {

@@ -58,10 +58,15 @@ typedef struct db_record {
   char error[256];          /* what went wrong, for errors */
 } db_record;
 
+/* The template versions in force (a record of another version is stale):
+ * parallel arrays, owned by the caller and outliving the database handle. */
+typedef struct db_versions { int n; const char *const *names; const int *versions; } db_versions;
+
 /* Opens (creating if missing) and migrates an older schema in one
  * transaction; refuses a newer schema or a file that is not a database.
- * On failure *db is NULL and err holds the reason. */
-temper_status temper_db_open(const char *path, temper_db **db, char *err, size_t n);
+ * v: the template versions in force (NULL: none known, every record is
+ * stale). On failure *db is NULL and err holds the reason. */
+temper_status temper_db_open(const char *path, const db_versions *v, temper_db **db, char *err, size_t n);
 void temper_db_close(temper_db *db);
 const char *db_errmsg(temper_db *db);
 
@@ -127,8 +132,7 @@ temper_status db_choices_get(temper_db *db, const char *model, int64_t target_id
 
 /* `temper db show`: one row per (workload, target, threads) */
 temper_status db_show(temper_db *db, void *file);
-/* the template version a record must carry to be used today (-1 unknown
- * template); the schedules module tells the database through the hook */
-int db_tmpl_version(const char *tmpl);
-void db_set_tmpl_version_hook(int (*f)(const char *tmpl));
+/* the template version a record must carry to be used today (-1: a
+ * template not in force), from the versions given at open */
+int db_tmpl_version(const temper_db *db, const char *tmpl);
 #endif

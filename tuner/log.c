@@ -100,7 +100,6 @@ static temper_status export_one(void *ctx, const db_record *r, const char *op, c
 }
 
 temper_status log_export(temper_db *db, FILE *out, const log_filter *f, int *n_written, diag *d) {
-  db_set_tmpl_version_hook(tune_tmpl_version);
   export_ctx x = {.db = db, .out = out, .f = f};
   temper_status s = db_targets(db, &x.targets, &x.n_targets);
   if (!s) s = db_foreach(db, f && f->best_only, export_one, &x);
@@ -263,7 +262,6 @@ static void note_bad(log_result *res, int line, const char *msg) {
 
 /* the lines of `text` into db inside one transaction */
 static temper_status import_text(temper_db *db, const char *name, char *text, int skip_bad, log_result *res, diag *d) {
-  db_set_tmpl_version_hook(tune_tmpl_version);
   memset(res, 0, sizeof *res);
   temper_status s = db_begin(db);
   if (s) return diag_fail(d, s, "%s", db_errmsg(db));
@@ -326,9 +324,8 @@ temper_status log_import(temper_db *db, const char *path, int skip_bad, log_resu
 temper_status log_merge(temper_db *out, const char *in, log_result *res, diag *d) {
   temper_db *src = NULL;
   char err[4096];
-  if (temper_db_open(in, &src, err, sizeof err)) return diag_fail(d, TEMPER_EDB, "%s", err);
+  if (temper_db_open(in, tune_db_versions(), &src, err, sizeof err)) return diag_fail(d, TEMPER_EDB, "%s", err);
   export_ctx x = {.db = src};
-  db_set_tmpl_version_hook(tune_tmpl_version);
   temper_status s = db_targets(src, &x.targets, &x.n_targets);
   if (!s) s = db_foreach(src, 0, export_one, &x);
   free(x.targets);

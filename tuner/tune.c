@@ -34,6 +34,11 @@ void tune_host_target(db_target *t) {
   t->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+const db_versions *tune_db_versions(void) {
+  static const db_versions v = {TMPL_COUNT, tmpl_names, tmpl_versions};
+  return &v;
+}
+
 int tune_tmpl_version(const char *name) {
   for (int i = 0; i < TMPL_COUNT; i++)
     if (!strcmp(tmpl_names[i], name)) return tmpl_versions[i];
@@ -459,7 +464,6 @@ static temper_status tune_scheduled(tuner *tu, tune_task *tasks, int n, tune_tas
 temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,
                        tune_task_result *results, diag *d) {
   tuner tu = {.db = db, .o = o};
-  db_set_tmpl_version_hook(tune_tmpl_version);
   gethostname(tu.host, sizeof tu.host - 1);
   db_target tg;
   if (o->target) tg = *o->target;

@@ -65,6 +65,8 @@ double tune_rel_diff(const float *a, const float *b, int64_t n);
 int tune_paired_better(const paired_result *r, double min_rel);
 /* the version in force of a template, by name (-1 unknown) */
 int tune_tmpl_version(const char *name);
+/* the template versions in force, for temper_db_open */
+const db_versions *tune_db_versions(void);
 /* the machine as the database records it */
 void tune_host_target(db_target *t);
 #endif

@@ -30,7 +30,7 @@ static void fake_db(const char *name, uint64_t seed, int trials) {
   snprintf(path, sizeof path, "%s/%s", dir, name);
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   tune_task t;
   memset(&t, 0, sizeof t);
   t.w = (conv_workload){1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -151,7 +151,7 @@ static void test_best_only_rebuilds_and_graded_matching(void **state) {
   char path[512], err[4096];
   snprintf(path, sizeof path, "%s/avx2.db", dir);
   temper_db *db = NULL;
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   char *text = read_text(MODEL);
   temper_graph *g = parse_ok(text);
   free(text);

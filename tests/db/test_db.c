@@ -25,15 +25,17 @@ static void sql(const char *s) {
   assert_int_equal(system(cmd), 0);
 }
 
-static int version_hook(const char *t) { return !strcmp(t, "conv2d_nchwc") ? 2 : -1; }
+/* one template in force: conv2d_nchwc at version 2 */
+static const char *const tmpl_names_[] = {"conv2d_nchwc"};
+static const int tmpl_versions_[] = {2};
+static const db_versions versions = {1, tmpl_names_, tmpl_versions_};
 
 static void test_records_and_best(void **state) {
   (void)state;
   clean();
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
-  db_set_tmpl_version_hook(version_hook);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
   db_target t = {"x86_64-pc-linux-gnu", "znver4", "+avx512f", "19", 2};
   int64_t tid, tid2, wid;
   assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
@@ -75,10 +77,10 @@ static void test_future_schema_refused(void **state) {
   clean();
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
   temper_db_close(db);
   sql("UPDATE meta SET value='99' WHERE key='schema_version'");
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_EDB);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_EDB);
   assert_null(db);
   assert_non_null(strstr(err, "schema version 99, newer than this temper understands (3)"));
 }
@@ -102,12 +104,22 @@ static void test_migration_from_v1(void **state) {
       "INSERT INTO records VALUES(1,1,1,'conv2d_nchwc',2,'{}',7,1,'ok',0.5,0.5,0.5,3,2,'2026','h','0',NULL);");
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
-  db_set_tmpl_version_hook(version_hook);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
   db_record best;
   assert_int_equal(db_best(db, "wk", 1, 1, &best), 1);
   assert_int_equal(best.config_index, 7);
   assert_int_equal(best.remeasure, 0);
+  /* the versions in force belong to the handle: another handle, opened
+   * with conv2d_nchwc at version 3, finds the record stale meanwhile */
+  static const int v3[] = {3};
+  const db_versions newer = {1, versions.names, v3};
+  temper_db *db3 = NULL;
+  assert_int_equal(temper_db_open(path, &newer, &db3, err, sizeof err), TEMPER_OK);
+  assert_int_equal(db_best(db3, "wk", 1, 1, &best), 0);
+  assert_int_equal(db_tmpl_version(db3, "conv2d_nchwc"), 3);
+  assert_int_equal(db_tmpl_version(db3, "conv2d_bogus"), -1);
+  temper_db_close(db3);
+  assert_int_equal(db_best(db, "wk", 1, 1, &best), 1);
   db_choice *ch = NULL;
   int nch = -1;
   assert_int_equal(db_choices_get(db, "m", 1, 1, &ch, &nch), TEMPER_OK);   /* the new table exists */
@@ -127,7 +139,7 @@ static void test_choices(void **state) {
   clean();
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
   db_target t = {"x86_64-pc-linux-gnu", "znver5", "+avx2", "19", 2};
   int64_t tid, wid;
   assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
@@ -178,16 +190,16 @@ static void test_corrupt_and_foreign_files(void **state) {
   fclose(f);
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_EDB);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_EDB);
   assert_null(db);
   assert_non_null(strstr(err, path));
   assert_non_null(strstr(err, "not a database"));
   clean();
   sql("CREATE TABLE other(x)");
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_EDB);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_EDB);
   assert_non_null(strstr(err, "not a temper one"));
   clean();
-  assert_int_equal(temper_db_open("/nonexistent/dir/x.db", &db, err, sizeof err), TEMPER_EDB);
+  assert_int_equal(temper_db_open("/nonexistent/dir/x.db", &versions, &db, err, sizeof err), TEMPER_EDB);
   assert_non_null(strstr(err, "/nonexistent/dir/x.db"));
 }
 

@@ -69,7 +69,7 @@ static double best_after(search_kind k, uint64_t seed, int trials) {
   make_task(&t, 64, 56, 64);
   temper_db *db = NULL;
   char err[512];
-  assert_int_equal(temper_db_open(tmpdb("search"), &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(tmpdb("search"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   fake *f = calloc(1, sizeof *f);
   tune_opts o = fake_opts(f, k, seed, trials);
   tune_task_result r;
@@ -183,7 +183,7 @@ static void test_default_first(void **state) {
   for (int skip = 0; skip < 2; skip++) {
     temper_db *db = NULL;
     char err[512];
-    assert_int_equal(temper_db_open(tmpdb("default"), &db, err, sizeof err), TEMPER_OK);
+    assert_int_equal(temper_db_open(tmpdb("default"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
     fake *f = calloc(1, sizeof *f);
     tune_opts o = fake_opts(f, SEARCH_RANDOM, 5, 8);
     o.no_default = skip;
@@ -220,7 +220,7 @@ static void test_resume_with_fake(void **state) {
   char *path = tmpdb("resume");
   temper_db *db = NULL;
   char err[512];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   fake *f = calloc(1, sizeof *f);
   tune_opts o = fake_opts(f, SEARCH_GA, 7, 20);
   tune_task_result r;
@@ -250,7 +250,7 @@ static void test_real_tune_records_and_errors(void **state) {
   char *path = tmpdb("real");
   temper_db *db = NULL;
   char err[512];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   /* the first three proposals of this seed misbehave */
   search s;
   search_init(&s, SEARCH_RANDOM, &t.space, 5 ^ data_hash_name(t.key));
@@ -311,7 +311,7 @@ static void test_concurrent_tuners(void **state) {
       make_task(&t, 64, 56, 64);
       temper_db *db = NULL;
       char err[512];
-      if (temper_db_open(path, &db, err, sizeof err)) _exit(1);
+      if (temper_db_open(path, tune_db_versions(), &db, err, sizeof err)) _exit(1);
       fake *f = calloc(1, sizeof *f);
       tune_opts o = fake_opts(f, SEARCH_RANDOM, 100 + (uint64_t)k, 60);
       tune_task_result r;
@@ -328,11 +328,10 @@ static void test_concurrent_tuners(void **state) {
   }
   temper_db *db = NULL;
   char err[512];
-  assert_int_equal(temper_db_open(path, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   tune_task t;
   make_task(&t, 64, 56, 64);
   int c[DB_STATUS_COUNT];
-  db_set_tmpl_version_hook(tune_tmpl_version);
   assert_int_equal(db_counts(db, t.key, 1, 1, c), TEMPER_OK);
   assert_int_equal(c[DB_OK], 120);
   temper_db_close(db);
@@ -385,7 +384,7 @@ static void test_xgb_search(void **state) {
     make_task(&t, 64, 56, 64);
     temper_db *db = NULL;
     char err[512];
-    assert_int_equal(temper_db_open(tmpdb("xgb"), &db, err, sizeof err), TEMPER_OK);
+    assert_int_equal(temper_db_open(tmpdb("xgb"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
     fake *f = calloc(1, sizeof *f);
     tune_opts o = fake_opts(f, SEARCH_XGB, 17, 48);
     o.on_record = remember;
@@ -430,7 +429,7 @@ static void test_scheduler_favours_gain(void **state) {
   tune_task tasks[2] = {a, b};
   temper_db *db = NULL;
   char err[512];
-  assert_int_equal(temper_db_open(tmpdb("sched"), &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(tmpdb("sched"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   fake *f = calloc(1, sizeof *f);
   tune_opts o = fake_opts(f, SEARCH_RANDOM, 3, 1000000);
   o.minutes = 0.01;
