@@ -7,6 +7,7 @@
 #include <string.h>
 #include "aot.h"
 #include "cli.h"
+#include "target.h"
 
 static int usage(void) {
   fprintf(stderr, "usage: temper build MODEL [--db FILE] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
@@ -74,18 +75,21 @@ int cmd_build(int argc, char **argv) {
   cg_target t;
   diag d = {0};
   cg_host_target(&t, &d);
-  if (strcmp(target, "host") && cli_target_from_spec(target, &t)) {
+  if (strcmp(target, "host") && target_from_spec(target, &t)) {
     fprintf(stderr, "temper build: unknown target '%s': give its features, e.g. --target %s:+avx,+avx2,+fma\n", target, target);
     return 1;
   }
-  if (!(dc = db_chooser_open(dbpath, &t, threads, exact, "build"))) goto out;
+  char err[4096];
+  if (db_chooser_open(dbpath, &t, threads, exact, &dc, err, sizeof err)) { fprintf(stderr, "temper build: %s\n", err); goto out; }
   if (strcmp(target, "host"))
     printf("target: %s (%s), %d-float vectors%s\n", t.cpu, t.features, t.vec, dbpath ? "" : "");
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
-  if (cli_read_model(model, &g) || db_chooser_set_model(dc, g) || cli_model_data(g, &md)) goto out;
+  if (cli_read_model(model, &g)) goto out;
+  if (db_chooser_set_model(dc, g, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
+  if (cli_model_data(g, &md)) goto out;
   if (check && check_prepare(g, &md, &ref, &n_ref, &in_names, &in_vals, &n_in)) goto out;
   if (cli_bind_and_optimize(g, &md, &po)) goto out;
-  int n_fell = db_chooser_report(dc);
+  int n_fell = cli_print_choices(dc);
   if (strict && n_fell) {
     fprintf(stderr, "temper build: --strict: %d workload%s have no tuning record for this machine\n", n_fell, n_fell > 1 ? "s" : "");
     goto out;

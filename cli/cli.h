@@ -4,6 +4,7 @@
 #include <jansson.h>
 #include "engine.h"
 #include "space.h"
+#include "choose.h"
 
 typedef struct model_data {
   const char *params_dir;   /* --params DIR, or NULL for seeded random data */
@@ -28,43 +29,9 @@ json_t *cli_load_config_file(const char *path);   /* prints the error; NULL on f
 double cli_now(void);
 int cli_parse_input_flag(model_data *md, const char *arg);
 
-/* choose.c: schedules from a tuning database, as `temper build` chooses them */
-typedef struct db_chooser db_chooser;
-/* dbpath NULL: no database, every workload its default (listed by the report);
- * prints errors, NULL on failure */
-db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads, int exact, const char *who);
-int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
-                      char *err, size_t n);   /* a sched_chooser; ctx: the db_chooser */
-int db_chooser_report(const db_chooser *dc);  /* prints the choices; returns the workloads that fell back */
-/* for `temper refine`: also collect, per workload, up to k alternatives —
- * the fastest record of each other class (template, split over threads,
- * channel blocks) within REFINE_SLOWER of the fastest record, from this
- * machine's records */
-enum { REFINE_MAX_ALT = 6 };
-#define REFINE_SLOWER 1.3
-void db_chooser_want_alternatives(db_chooser *dc, int k);
-/* the model being built (before its passes): its signature, and refine's
- * choices for it, which then replace the records' pick where that pick is
- * still what refine replaced; -1 with a message on failure */
-int db_chooser_set_model(db_chooser *dc, temper_graph *g);
-const char *db_chooser_model(const db_chooser *dc);   /* the signature, 16 hex digits */
-void db_chooser_ignore_choices(db_chooser *dc);        /* refine: start from the records alone */
-typedef struct chooser_entry {
-  const char *key;
-  int count;
-  double flops;
-  const char *config;       /* NULL: the default config */
-  double median_s;
-  int n_alt;
-  const char *alt[REFINE_MAX_ALT];
-  double alt_s[REFINE_MAX_ALT];
-  const char *alt_tmpl[REFINE_MAX_ALT];   /* its record's template and version */
-  int alt_version[REFINE_MAX_ALT];
-} chooser_entry;
-int db_chooser_count(const db_chooser *dc);   /* workloads seen, in first-occurrence order */
-void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out);   /* pointers valid until close */
-void db_chooser_close(db_chooser *dc);
-int cli_target_from_spec(const char *spec, cg_target *t);   /* --target CPU[:FEATURES]; -1 if unknown */
+/* prints the chooser's report: the schedule of every workload, the
+ * fallbacks with their share of the FLOPs; returns the workloads that fell back */
+int cli_print_choices(const db_chooser *dc);
 
 int cmd_run(int argc, char **argv);
 int cmd_lower(int argc, char **argv);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "target.h"
 #include "tune.h"
 
 typedef struct refine_opts {
@@ -70,7 +71,8 @@ static int variant_build(const refine_opts *o, temper_engine *e, temper_pool *po
   v->md = (model_data){.params_dir = o->params_dir, .seed = o->seed};
   if (cli_read_model(o->model, &v->g)) return 1;
   if (sig) {
-    if (db_chooser_set_model(sig, v->g)) return 1;
+    diag d = {.path = v->g->path, .text = v->g->text};
+    if (db_chooser_set_model(sig, v->g, &d)) { fprintf(stderr, "%s\n", d.msg); return 1; }
     db_chooser_ignore_choices(sig);
   }
   if (cli_model_data(v->g, &v->md)) return 1;
@@ -183,11 +185,12 @@ int cmd_refine(int argc, char **argv) {
   if (engine_create(&e, &d)) { fprintf(stderr, "temper: %s\n", d.msg); goto out; }
   if (!(pool = temper_pool_create(o.threads))) { fprintf(stderr, "temper refine: out of memory\n"); goto out; }
   /* the records' choice (exact target: refine measures on this machine), not an earlier refine's */
-  if (!(dc = db_chooser_open(o.db, &e->target, o.threads, 1, "refine"))) goto out;
+  char cerr[4096];
+  if (db_chooser_open(o.db, &e->target, o.threads, 1, &dc, cerr, sizeof cerr)) { fprintf(stderr, "temper refine: %s\n", cerr); goto out; }
   db_chooser_want_alternatives(dc, o.alternatives);
   pipeline_opts po = {.vec = e->target.vec, .choose = db_chooser_choose, .ctx = dc};
   if (variant_build(&o, e, pool, &po, dc, &orig)) goto out;
-  db_chooser_report(dc);
+  cli_print_choices(dc);
   int n = db_chooser_count(dc);
   if (n > 256) { fprintf(stderr, "temper refine: the model has %d conv2d workloads; at most 256 are supported\n", n); goto out; }
   ord = calloc((size_t)n + 1, sizeof *ord);
@@ -267,7 +270,7 @@ int cmd_refine(int argc, char **argv) {
   if (temper_db_open(o.db, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
   db_target ht;
   int64_t tid;
-  tune_host_target(&ht);
+  target_host(&ht);
   char host[64] = "unknown";
   gethostname(host, sizeof host - 1);
   if (db_target_id(db, &ht, &tid) ||

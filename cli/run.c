@@ -36,6 +36,15 @@ static int parse_int(const char *flag, const char *v, int lo, int hi, int *out) 
   return 0;
 }
 
+/* --db: the chooser of `temper build --threads N`, for this model; prints the error */
+static int open_chooser(const char *db, const cg_target *t, int threads, temper_graph *g, db_chooser **dc) {
+  char err[4096];
+  diag d = {.path = g->path, .text = g->text};
+  if (db_chooser_open(db, t, threads, 0, dc, err, sizeof err)) { fprintf(stderr, "temper run: %s\n", err); return 1; }
+  if (db_chooser_set_model(*dc, g, &d)) { fprintf(stderr, "%s\n", d.msg); return 1; }
+  return 0;
+}
+
 int cmd_run(int argc, char **argv) {
   run_opts o = {.threads = 1, .repeat = 10};
   model_data md = {.seed = 1};
@@ -99,7 +108,7 @@ int cmd_run(int argc, char **argv) {
   if (o.config_file && !(configs = cli_load_config_file(o.config_file))) { free(in_nodes); free(in_vals); goto out; }
   if (configs) po.choose = cli_config_choose, po.ctx = configs;
   db_chooser *dc = NULL;   /* --db: the schedules `temper build --threads N` would choose */
-  if (o.db && (!(dc = db_chooser_open(o.db, &e->target, o.threads, 0, "run")) || db_chooser_set_model(dc, g))) {
+  if (o.db && open_chooser(o.db, &e->target, o.threads, g, &dc)) {
     free(in_nodes);
     free(in_vals);
     db_chooser_close(dc);
@@ -108,7 +117,7 @@ int cmd_run(int argc, char **argv) {
   if (dc) po.choose = db_chooser_choose, po.ctx = dc;
   int bad = cli_bind_and_optimize(g, &md, &po);
   json_decref(configs);
-  if (dc && !bad) db_chooser_report(dc);
+  if (dc && !bad) cli_print_choices(dc);
   db_chooser_close(dc);
   if (!bad && exec_create(e, g, o.threads, &x, &d)) { fprintf(stderr, "temper: %s\n", d.msg); bad = 1; }
   double t_compile = cli_now() - t0;

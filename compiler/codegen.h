@@ -15,6 +15,11 @@ typedef struct cg_target {
 
 /* The machine we run on, as LLVM sees it. */
 temper_status cg_host_target(cg_target *t, diag *d);
+/* float lanes of the widest vector an LLVM feature string enables */
+int cg_vec_of_features(const char *features);
+/* the major version of the LLVM temper compiles with ("19"), as records
+ * name their targets */
+void cg_llvm_version(char *buf, size_t n);
 
 typedef struct cg_jit cg_jit;   /* one ORC LLJIT; one per thread that compiles */
 temper_status cg_jit_create(cg_jit **out, const cg_target *t, diag *d);

@@ -42,9 +42,29 @@ temper_status cg_host_target(cg_target *t, diag *d) {
   LLVMDisposeMessage(triple);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(feat);
-  t->vec = strstr(t->features, "+avx512f") ? 16 : strstr(t->features, "+avx2") ? 8 : 4;
+  t->vec = cg_vec_of_features(t->features);
   (void)d;
   return TEMPER_OK;
+}
+
+/* +x as a whole entry of a feature list ("+avx" is not "+avx2") */
+static int has_feature(const char *features, const char *x) {
+  size_t n = strlen(x);
+  for (const char *p = features; (p = strstr(p, x)); p += n)
+    if ((p == features || p[-1] == ',') && (p[n] == ',' || !p[n])) return 1;
+  return 0;
+}
+
+int cg_vec_of_features(const char *f) {
+  if (has_feature(f, "+avx512f")) return 16;
+  if (has_feature(f, "+avx2") || has_feature(f, "+avx")) return 8;
+  return 4;
+}
+
+void cg_llvm_version(char *buf, size_t n) {
+  unsigned major, minor, patch;
+  LLVMGetVersion(&major, &minor, &patch);
+  snprintf(buf, n, "%u", major);   /* the major version: records name targets by it */
 }
 
 static LLVMTargetMachineRef make_tm(const cg_target *t, diag *d) {

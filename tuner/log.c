@@ -6,12 +6,6 @@
 #include "log.h"
 #include "tune.h"
 
-int log_vec_of_features(const char *f) {
-  if (strstr(f, "+avx512f")) return 16;
-  if (strstr(f, "+avx2") || strstr(f, "+avx,") || strstr(f, "+avx\0")) return 8;
-  return 4;
-}
-
 static json_t *record_json(const db_record *r, const db_target *t, const char *op, const char *desc, double flops) {
   json_t *o = json_object(), *w = json_object(), *tg = json_object();
   json_t *d = json_loads(desc, 0, NULL), *cfg = json_loads(r->config, 0, NULL);
@@ -206,7 +200,7 @@ static int parse_line(const char *text, db_record *r, db_target *t, char *op, ch
   if (want_int(o, "config_index", &r->config_index, e)) goto out;
   if (r->tmpl_version == cur) {   /* a record of today's template must be a point of today's space */
     task_space sp;
-    space_build(&cw, log_vec_of_features(t->features), &sp);
+    space_build(&cw, cg_vec_of_features(t->features), &sp);
     sched_config c;
     char err[200];
     if (config_parse(&sp, r->config, &c, err, sizeof err)) { snprintf(e->msg, sizeof e->msg, "config not in the space: %s", err); goto out; }

@@ -28,6 +28,4 @@ temper_status log_export(temper_db *db, FILE *out, const log_filter *f, int *n_w
 temper_status log_import(temper_db *db, const char *path, int skip_bad, log_result *res, diag *d);
 /* every record of the database `in` into `out`, by the import's rules */
 temper_status log_merge(temper_db *out, const char *in, log_result *res, diag *d);
-/* floats per vector for a feature string ("+avx512f" → 16, "+avx2" → 8, else 4) */
-int log_vec_of_features(const char *features);
 #endif

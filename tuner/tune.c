@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cost_model.h"
+#include "target.h"
 #include "tune.h"
 
 enum { BATCH = 8 };
@@ -20,18 +21,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void tune_host_target(db_target *t) {
-  memset(t, 0, sizeof *t);
-  cg_target c;
-  diag d = {0};
-  cg_host_target(&c, &d);
-  snprintf(t->triple, sizeof t->triple, "%s", c.triple);
-  snprintf(t->cpu, sizeof t->cpu, "%s", c.cpu);
-  snprintf(t->features, sizeof t->features, "%s", c.features);
-  snprintf(t->llvm_version, sizeof t->llvm_version, "19");
-  t->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 const db_versions *tune_db_versions(void) {
@@ -467,7 +456,7 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
   gethostname(tu.host, sizeof tu.host - 1);
   db_target tg;
   if (o->target) tg = *o->target;
-  else tune_host_target(&tg);
+  else target_host(&tg);
   temper_status s = db_target_id(db, &tg, &tu.target_id);
   if (!s) s = db_run_begin(db, command, o->seed, tu.host, &tu.run_id);
   if (s) return diag_fail(d, s, "%s", db_errmsg(db));

@@ -68,5 +68,4 @@ int tune_tmpl_version(const char *name);
 /* the template versions in force, for temper_db_open */
 const db_versions *tune_db_versions(void);
 /* the machine as the database records it */
-void tune_host_target(db_target *t);
 #endif

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "cli.h"
-#include "log.h"
+#include "choose.h"
+#include "target.h"
 #include "tune.h"
 
 typedef struct choice {
@@ -35,9 +35,7 @@ typedef struct choice {
   int alt_version[REFINE_MAX_ALT];
 } choice;
 
-/* graded target matching: ORDER LEVEL */
-enum { LEVEL_EXACT, LEVEL_FEATURES, LEVEL_SUBSET, LEVEL_COUNT };
-static const char *const level_names[LEVEL_COUNT] = {"exact target", "same features, other CPU", "compatible subset of features"};
+enum { LEVEL_EXACT = TARGET_EXACT, LEVEL_SUBSET = TARGET_SUBSET, LEVEL_COUNT = TARGET_LEVEL_COUNT };
 
 struct db_chooser {
   temper_db *db;
@@ -232,107 +230,51 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
   return found;
 }
 
-/* the set of enabled features ("+x") of a feature string */
-static int has_feature(const char *features, const char *f, size_t n) {
-  for (const char *p = features; (p = strstr(p, "+")); p++)
-    if (!strncmp(p + 1, f, n) && (p[1 + n] == ',' || !p[1 + n])) return 1;
-  return 0;
-}
-
-static int features_subset(const char *a, const char *b) {   /* every +x of a is in b */
-  for (const char *p = a; (p = strchr(p, '+'));) {
-    p++;
-    size_t n = strcspn(p, ",");
-    if (!has_feature(b, p, n)) return 0;
-    p += n;
-  }
-  return 1;
-}
-
-static int arch_of(const char *triple, char *out, size_t n) {
-  size_t k = strcspn(triple, "-");
-  snprintf(out, n, "%.*s", (int)k, triple);
-  return 0;
-}
-
 static temper_status match_targets(db_chooser *dc, const cg_target *t) {
   db_target_row *rows = NULL;
   int n = 0;
   temper_status s = db_targets(dc->db, &rows, &n);
   if (s) return s;
-  char arch[64], darch[64];
-  arch_of(t->triple, arch, sizeof arch);
-  for (int lv = 0; lv < LEVEL_COUNT; lv++) dc->targets[lv] = calloc((size_t)n + 1, sizeof(int64_t));
-  for (int i = 0; i < n; i++) {
-    const db_target *d = &rows[i].t;
-    int same = features_subset(d->features, t->features) && features_subset(t->features, d->features);
-    arch_of(d->triple, darch, sizeof darch);
-    int lv = same && !strcmp(d->cpu, t->cpu) ? LEVEL_EXACT : same ? LEVEL_FEATURES
-             : !strcmp(arch, darch) && features_subset(d->features, t->features) ? LEVEL_SUBSET : -1;
-    if (lv >= 0 && dc->targets[lv]) dc->targets[lv][dc->n_targets[lv]++] = rows[i].id;
+  for (int lv = 0; lv < LEVEL_COUNT; lv++)
+    if (!(dc->targets[lv] = calloc((size_t)n + 1, sizeof(int64_t)))) s = TEMPER_ENOMEM;
+  for (int i = 0; !s && i < n; i++) {
+    int lv = target_match(&rows[i].t, t);
+    if (lv >= 0) dc->targets[lv][dc->n_targets[lv]++] = rows[i].id;
   }
   free(rows);
-  return TEMPER_OK;
+  return s;
 }
 
-/* --target CPU[:FEATURES]: well-known CPUs need no feature list */
-int cli_target_from_spec(const char *spec, cg_target *t) {
-  static const char *const avx2[] = {"haswell", "broadwell", "skylake", "alderlake", "znver1", "znver2", "znver3", "x86-64-v3", 0};
-  static const char *const avx512[] = {"skylake-avx512", "cascadelake", "icelake-server", "sapphirerapids", "znver4", "znver5",
-                                       "x86-64-v4", 0};
-  static const char *const base[] = {"x86-64", "x86-64-v2", "nehalem", "westmere", 0};
-  const char *colon = strchr(spec, ':');
-  snprintf(t->cpu, sizeof t->cpu, "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
-  if (colon) snprintf(t->features, sizeof t->features, "%s", colon + 1);
-  else {
-    const char *f = NULL;
-    for (int i = 0; avx2[i]; i++)
-      if (!strcmp(t->cpu, avx2[i])) f = "+sse4.2,+popcnt,+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+lzcnt,+movbe";
-    for (int i = 0; avx512[i]; i++)
-      if (!strcmp(t->cpu, avx512[i]))
-        f = "+sse4.2,+popcnt,+avx,+avx2,+fma,+f16c,+bmi,+bmi2,+lzcnt,+movbe,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512cd,+evex512";
-    for (int i = 0; base[i]; i++)
-      if (!strcmp(t->cpu, base[i])) f = "+sse4.2,+popcnt";
-    if (!f) return -1;
-    snprintf(t->features, sizeof t->features, "%s", f);
-  }
-  t->vec = log_vec_of_features(t->features);
-  return 0;
-}
-
-db_chooser *db_chooser_open(const char *dbpath, const cg_target *t, int threads, int exact, const char *who) {
+temper_status db_chooser_open(const char *dbpath, const cg_target *t, int threads, int exact, db_chooser **out, char *err, size_t n) {
+  *out = NULL;
   if (dbpath && access(dbpath, F_OK)) {
-    fprintf(stderr, "temper %s: %s: no such database (tune first, or leave out --db for the default configs)\n", who, dbpath);
-    return NULL;
+    snprintf(err, n, "%s: no such database (tune first, or leave out --db for the default configs)", dbpath);
+    return TEMPER_EINVAL;
   }
   db_chooser *dc = calloc(1, sizeof *dc);
-  if (!dc) return NULL;
+  if (!dc) { snprintf(err, n, "out of memory"); return TEMPER_ENOMEM; }
   dc->threads = threads;
   dc->max_level = exact ? LEVEL_EXACT : LEVEL_SUBSET;
-  if (!dbpath) return dc;   /* no database: the defaults, listed */
-  char err[4096];
-  if (temper_db_open(dbpath, tune_db_versions(), &dc->db, err, sizeof err)) {
-    fprintf(stderr, "temper: %s\n", err);
+  temper_status s = TEMPER_OK;
+  if (dbpath && !(s = temper_db_open(dbpath, tune_db_versions(), &dc->db, err, n)) && (s = match_targets(dc, t)))
+    snprintf(err, n, "%s", s == TEMPER_ENOMEM ? "out of memory" : db_errmsg(dc->db));
+  if (s) {
     db_chooser_close(dc);
-    return NULL;
+    return s;
   }
-  if (match_targets(dc, t)) {
-    fprintf(stderr, "temper: %s\n", db_errmsg(dc->db));
-    db_chooser_close(dc);
-    return NULL;
-  }
-  return dc;
+  *out = dc;
+  return TEMPER_OK;
 }
 
 /* the model's conv2d workloads in order, hashed: what refine's choices
  * belong to (weights do not matter, the sequence of layers does) */
-int db_chooser_set_model(db_chooser *dc, temper_graph *g) {
-  diag d = {.path = g->path, .text = g->text};
-  if (typeinfer(g, &d)) { fprintf(stderr, "%s\n", d.msg); return -1; }
+temper_status db_chooser_set_model(db_chooser *dc, temper_graph *g, diag *d) {
+  temper_status s = typeinfer(g, d);
+  if (s) return s;
   arena scratch = {0};
   int n = 0;
   node **order = ir_topo(&scratch, g->main->body, &n);
-  if (!order && n) { arena_free(&scratch); return -1; }
+  if (!order && n) { arena_free(&scratch); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
   uint64_t h = 1469598103934665603ull;
   for (int i = 0; i < n; i++) {
     conv_workload w;
@@ -350,18 +292,16 @@ int db_chooser_set_model(db_chooser *dc, temper_graph *g) {
   for (int k = 0; dc->db && k < dc->n_targets[LEVEL_EXACT]; k++) {
     db_choice *got = NULL;
     int ng = 0;
-    if (db_choices_get(dc->db, dc->model, dc->targets[LEVEL_EXACT][k], dc->threads, &got, &ng)) {
-      fprintf(stderr, "temper: %s\n", db_errmsg(dc->db));
-      return -1;
-    }
+    if (db_choices_get(dc->db, dc->model, dc->targets[LEVEL_EXACT][k], dc->threads, &got, &ng))
+      return diag_fail(d, TEMPER_EDB, "%s", db_errmsg(dc->db));
     db_choice *all = realloc(dc->choices, sizeof *all * (size_t)(dc->n_choices + ng + 1));
-    if (!all) { free(got); return -1; }
+    if (!all) { free(got); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
     dc->choices = all;
     if (ng) memcpy(dc->choices + dc->n_choices, got, sizeof *got * (size_t)ng);
     dc->n_choices += ng;
     free(got);
   }
-  return 0;
+  return TEMPER_OK;
 }
 
 const char *db_chooser_model(const db_chooser *dc) { return dc->model; }
@@ -380,9 +320,33 @@ int db_chooser_count(const db_chooser *dc) { return dc->n; }
 void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
   const choice *c = &dc->c[i];
   *out = (chooser_entry){.key = c->key, .count = c->count, .flops = c->flops, .config = c->found ? c->config : NULL,
-                         .median_s = c->found ? c->median_s : 0, .n_alt = c->n_alt};
+                         .median_s = c->found ? c->median_s : 0, .threads = c->threads, .level = c->level,
+                         .level_name = target_level_names[c->level], .stale = c->stale, .unusable = c->unusable,
+                         .fastest_s = c->fastest_s, .in_context = c->in_context, .gain_s = c->gain_s,
+                         .refined_at = c->refined_at, .replaced = c->replaced, .n_alt = c->n_alt};
   for (int k = 0; k < c->n_alt; k++)
     out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k], out->alt_tmpl[k] = c->alt_tmpl[k], out->alt_version[k] = c->alt_version[k];
+}
+
+void db_chooser_summary(const db_chooser *dc, chooser_summary *out) {
+  double total = 0, fell = 0;
+  *out = (chooser_summary){.threads = dc->threads, .n_workloads = dc->n, .stale_choices = dc->stale_choices, .est_complete = 1};
+  for (int i = 0; i < dc->n; i++) {
+    const choice *c = &dc->c[i];
+    total += c->flops * c->count;
+    out->n_stale += c->stale;
+    if (c->found) {
+      out->n_found++;
+      out->est_s += c->median_s * c->count;
+    } else {
+      out->n_fell++;
+      fell += c->flops * c->count;
+      out->est_complete = 0;
+    }
+  }
+  out->fell_flops_share = total > 0 ? fell / total : 0;
+  /* a database with records but no refine choices for this model: say how to get them */
+  out->refine_hint = dc->db && dc->model[0] && out->n_found && !dc->n_choices && !dc->ignoring;
 }
 
 void db_chooser_close(db_chooser *dc) {
@@ -392,46 +356,4 @@ void db_chooser_close(db_chooser *dc) {
   for (int lv = 0; lv < LEVEL_COUNT; lv++) free(dc->targets[lv]);
   temper_db_close(dc->db);
   free(dc);
-}
-
-int db_chooser_report(const db_chooser *dc) {
-  double total = 0, fell = 0, est = 0;
-  int n_fell = 0, n_stale = 0, est_complete = 1, threads = dc->threads, n_found = 0;
-  for (int i = 0; i < dc->n; i++) total += dc->c[i].flops * dc->c[i].count;
-  printf("%-66s %5s  %s\n", "workload", "count", "schedule");
-  for (int i = 0; i < dc->n; i++) {
-    const choice *c = &dc->c[i];
-    n_stale += c->stale;
-    if (c->found) {
-      n_found++;
-      printf("%-66.66s %5d  record (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c->key, c->count, level_names[c->level], c->median_s * 1e3,
-             c->flops / c->median_s * 1e-9, c->threads != threads ? " [nearest measured thread count]" : "", c->config);
-      if (c->threads != threads)
-        printf("    measured at %d thread%s; this build runs %d\n", c->threads, c->threads > 1 ? "s" : "", threads);
-      if (c->in_context)
-        printf("    chosen in context by temper refine (%.10s): %.3f ms faster in the whole model than the records' pick %s\n",
-               c->refined_at, c->gain_s * 1e3, c->replaced);
-      else if (c->fastest_s < c->median_s)
-        printf("    chosen over the fastest record (%.3f ms) to spare a layout transform or reads from other cores\n", c->fastest_s * 1e3);
-      est += c->median_s * c->count;
-    } else {
-      printf("%-66.66s %5d  default config (no record)\n", c->key, c->count);
-      fell += c->flops * c->count;
-      n_fell++;
-      est_complete = 0;
-    }
-  }
-  if (n_stale) printf("ignored %d record%s of older template versions\n", n_stale, n_stale > 1 ? "s" : "");
-  if (dc->db && dc->model[0] && n_found && !dc->n_choices && !dc->ignoring)
-    printf("no choices of temper refine for this model at %d thread%s: `temper refine MODEL --db FILE --threads %d` times "
-           "the records' alternatives in the whole model\n", threads, threads > 1 ? "s" : "", threads);
-  if (dc->stale_choices)
-    printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", dc->stale_choices,
-           dc->stale_choices > 1 ? "s" : "");
-  if (n_fell)
-    printf("fallback: %d of %d workloads use the default config: %.1f%% of the model's conv2d FLOPs\n", n_fell, dc->n,
-           total > 0 ? 100 * fell / total : 0);
-  if (est > 0)
-    printf("estimated conv2d latency from the records: %.2f ms%s\n", est * 1e3, est_complete ? "" : " (workloads without records not counted)");
-  return n_fell;
 }
