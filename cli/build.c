@@ -17,33 +17,34 @@ static int usage(void) {
   return 2;
 }
 
-/* --check: the reference outputs on the model's seeded (or given) data,
- * and the inputs by name, taken before the passes rewrite the graph */
-static int check_prepare(temper_graph *g, const model_data *md, float ***ref, int *n_ref, const char ***names,
-                         const float ***vals, int *n_in) {
-  diag d = {.path = g->path, .text = g->text};
-  if (ref_eval_func(g->main, (const float *const *)md->values, ref, n_ref, &d)) {
-    fprintf(stderr, "temper build: reference: %s\n", d.msg);
-    return 1;
+/* --check: the library against the reference on the program's inputs */
+static int check_library(const char *out, int threads, const program *p) {
+  const char **names = calloc((size_t)p->n_params + 1, sizeof(char *));
+  const float **vals = calloc((size_t)p->n_params + 1, sizeof(float *));
+  int n_in = 0, rc = 1;
+  if (names && vals) {
+    for (int i = 0; i < p->n_params; i++)
+      if (p->is_input[i]) names[n_in] = p->names[i], vals[n_in++] = p->values[i];
+    rc = cli_check_library(out, threads, n_in, names, vals, p->ref, p->n_ref, engine_tolerance(p->g));
   }
-  *names = calloc((size_t)md->n_params + 1, sizeof(char *));
-  *vals = calloc((size_t)md->n_params + 1, sizeof(float *));
-  if (!*names || !*vals) { fprintf(stderr, "temper: out of memory\n"); return 1; }
-  for (int i = 0; i < md->n_params; i++)
-    if (md->is_input[i]) (*names)[*n_in] = g->main->params[i]->name, (*vals)[(*n_in)++] = md->values[i];
-  return 0;
+  free(names);
+  free(vals);
+  return rc;
 }
 
 int cmd_build(int argc, char **argv) {
   const char *model = NULL, *dbpath = NULL, *out = NULL, *target = "host";
-  model_data md = {.seed = 1};
+  program_opts data = {.seed = 1};
+  program p = {0};
   aot_opts ao = {.embed_limit_mb = 64};
   int threads = 1, strict = 0, rc = 1, exact = 0, check = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int flag = cli_data_flag(&data, argc, argv, &i);
+    if (flag < 0) return 2;
+    if (flag) continue;
     if (!strcmp(a, "--db") && v) dbpath = v, i++;
     else if (!strcmp(a, "-o") && v) out = v, i++;
-    else if (!strcmp(a, "--params") && v) md.params_dir = v, i++;
     else if (!strcmp(a, "--threads") && v) { threads = atoi(v); i++; if (threads < 1 || threads > 256) { fprintf(stderr, "temper build: --threads expects 1..256\n"); return 2; } }
     else if (!strcmp(a, "--strict")) strict = 1;
     else if (!strcmp(a, "--check")) check = 1;
@@ -55,8 +56,6 @@ int cmd_build(int argc, char **argv) {
     }
     else if (!strcmp(a, "--emit") && v) ao.emit = v, i++;
     else if (!strcmp(a, "--embed-limit") && v) ao.embed_limit_mb = atof(v), i++;
-    else if (!strcmp(a, "--seed") && v) md.seed = strtoull(v, NULL, 10), i++;
-    else if (!strcmp(a, "--input") && v) { if (cli_parse_input_flag(&md, v)) return 2; i++; }
     else if (a[0] == '-') { fprintf(stderr, "temper build: unknown option '%s'\n", a); return usage(); }
     else if (!model) model = a;
     else return usage();
@@ -66,11 +65,6 @@ int cmd_build(int argc, char **argv) {
     fprintf(stderr, "temper build: --check runs the library on this machine: it needs a library (no --emit) for the host (no --target)\n");
     return 2;
   }
-  temper_graph *g = NULL;
-  float **ref = NULL;
-  int n_ref = 0, n_in = 0;
-  const char **in_names = NULL;
-  const float **in_vals = NULL;
   db_chooser *dc = NULL;
   cg_target t;
   diag d = {0};
@@ -84,11 +78,11 @@ int cmd_build(int argc, char **argv) {
   if (strcmp(target, "host"))
     printf("target: %s (%s), %d-float vectors%s\n", t.cpu, t.features, t.vec, dbpath ? "" : "");
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
-  if (cli_read_model(model, &g)) goto out;
-  if (db_chooser_set_model(dc, g, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
-  if (cli_model_data(g, &md)) goto out;
-  if (check && check_prepare(g, &md, &ref, &n_ref, &in_names, &in_vals, &n_in)) goto out;
-  if (cli_bind_and_optimize(g, &md, &po)) goto out;
+  if (cli_load(model, &data, &p)) goto out;
+  d = (diag){.path = p.g->path, .text = p.g->text};
+  if (db_chooser_set_model(dc, p.g, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
+  if (check && program_reference(&p, &d)) { fprintf(stderr, "temper build: reference: %s\n", d.msg); goto out; }
+  if (program_optimize(&p, &po, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
   int n_fell = cli_print_choices(dc);
   if (strict && n_fell) {
     fprintf(stderr, "temper build: --strict: %d workload%s have no tuning record for this machine\n", n_fell, n_fell > 1 ? "s" : "");
@@ -97,20 +91,15 @@ int cmd_build(int argc, char **argv) {
   aot_report rep;
   ao.out = out;
   ao.model_name = model;
-  if (aot_build(&t, g, &ao, &rep, &d)) { fprintf(stderr, "temper build: %s\n", d.msg); goto out; }
+  if (aot_build(&t, p.g, &ao, &rep, &d)) { fprintf(stderr, "temper build: %s\n", d.msg); goto out; }
   if (ao.emit) printf("wrote %s (%s of %d kernels)\n", out, ao.emit, rep.n_kernels);
   else
     printf("built %s: %d kernels, %d steps; arena %.2f MB planned (%.2f MB of intermediates without reuse); weights %.1f MB %s\n",
            out, rep.n_kernels, rep.n_steps, rep.arena_bytes / 1048576.0, rep.intermediate_bytes / 1048576.0,
            rep.params_bytes / 1048576.0, rep.params_embedded ? "embedded" : "in a .params file beside it");
-  rc = check ? cli_check_library(out, threads, n_in, in_names, in_vals, ref, n_ref, engine_tolerance(g)) : 0;
+  rc = check ? check_library(out, threads, &p) : 0;
 out:
-  for (int i = 0; i < n_ref; i++) free(ref[i]);
-  free(ref);
-  free(in_names);
-  free(in_vals);
   db_chooser_close(dc);
-  cli_model_data_free(&md);
-  temper_graph_destroy(g);
+  program_free(&p);
   return rc;
 }

@@ -3,31 +3,21 @@
 #define TEMPER_CLI_H
 #include <jansson.h>
 #include "engine.h"
+#include "program.h"
 #include "space.h"
 #include "choose.h"
 
-typedef struct model_data {
-  const char *params_dir;   /* --params DIR, or NULL for seeded random data */
-  uint64_t seed;
-  int n_inputs;             /* --input NAME=FILE.npy */
-  const char *input_names[32];
-  const char *input_files[32];
-  /* filled by cli_model_data: one value per @main parameter */
-  int n_params;
-  float **values;
-  int *is_input;
-} model_data;
-
-int cli_read_model(const char *path, temper_graph **g);          /* prints the error; 0 on success */
-int cli_model_data(temper_graph *g, model_data *md);              /* prints the error; 0 on success */
-void cli_model_data_free(model_data *md);
-/* binds the non-inputs, runs the passes with the given schedule chooser */
-int cli_bind_and_optimize(temper_graph *g, model_data *md, const pipeline_opts *o);
+/* --params DIR, --seed S, --input NAME=FILE.npy (argv[*i] and its value;
+ * *i advanced): 1 if it was one of them, 0 if not, -1 (printed) if malformed */
+int cli_data_flag(program_opts *o, int argc, char **argv, int *i);
+/* program_read + program_data; prints the error; 0 on success */
+int cli_load(const char *model, const program_opts *o, program *p);
+/* program_compile; prints the error; 0 on success */
+int cli_compile(program *p, temper_engine *e, const pipeline_opts *po, int threads);
 struct conv_site;
 int cli_config_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n);
 json_t *cli_load_config_file(const char *path);   /* prints the error; NULL on failure */
 double cli_now(void);
-int cli_parse_input_flag(model_data *md, const char *arg);
 
 /* prints the chooser's report: the schedule of every workload, the
  * fallbacks with their share of the FLOPs; returns the workloads that fell back */
@@ -40,7 +30,7 @@ int cmd_tune(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_refine(int argc, char **argv);
-int cli_run_library(const char *path, int threads, int repeat, model_data *md, const char *save_dir);
+int cli_run_library(const char *path, int threads, int repeat, const program_opts *o, const char *save_dir);
 /* runs a built library once on the given inputs (matched by name) and
  * compares each output with ref; prints a line per output; 0 if all are
  * within tolerance, 1 otherwise (or if it cannot be loaded or run) */
@@ -48,5 +38,5 @@ int cli_check_library(const char *path, int threads, int n_inputs, const char *c
                       float *const *ref, int n_ref, double tolerance);
 struct tune_task;
 int cli_find_task(struct tune_task *tasks, int n, const char *k);
-int cli_load_tasks(const char *model, model_data *md, temper_graph **g, struct tune_task **tasks, int *n, int *vec);
+int cli_load_tasks(const char *model, const program_opts *o, program *p, struct tune_task **tasks, int *n, int *vec);
 #endif

@@ -34,13 +34,15 @@ int cmd_lower(int argc, char **argv) {
   const char *model = NULL;
   int loops = 0;
   const char *task = NULL, *config = NULL;
-  model_data md = {.seed = 1};
+  program_opts data = {.seed = 1};
   for (int i = 1; i < argc; i++) {
+    int flag = cli_data_flag(&data, argc, argv, &i);
+    if (flag < 0) return 2;
+    if (flag) continue;
     if (!strcmp(argv[i], "--fused")) loops = 0;
     else if (!strcmp(argv[i], "--loops")) loops = 1;
     else if (!strcmp(argv[i], "--llvm")) loops = 2;
     else if (!strcmp(argv[i], "--asm")) loops = 3;
-    else if (!strcmp(argv[i], "--params") && i + 1 < argc) md.params_dir = argv[++i];
     else if (!strcmp(argv[i], "--task") && i + 1 < argc) task = argv[++i];
     else if (!strcmp(argv[i], "--config") && i + 1 < argc) config = argv[++i];
     else if (argv[i][0] == '-') { fprintf(stderr, "temper lower: unknown option '%s'\n", argv[i]); return 2; }
@@ -50,7 +52,7 @@ int cmd_lower(int argc, char **argv) {
     fprintf(stderr, "usage: temper lower MODEL [--fused | --loops | --llvm | --asm] [--params DIR] [--task K [--config JSON]]\n");
     return 2;
   }
-  temper_graph *g = NULL;
+  program p = {0};
   int rc = 1;
   cg_target t;
   diag d = {0};
@@ -59,17 +61,13 @@ int cmd_lower(int argc, char **argv) {
   char want_key[256] = "";
   one_config oc = {0};
   if (task) {   /* resolve K to a workload key on a scratch copy of the model */
-    temper_graph *tg = NULL;
+    program tp = {0};
     tune_task *tasks = NULL;
-    model_data tmd = md;
     int nt = 0, vec, k = -1;
-    if (!cli_load_tasks(model, &tmd, &tg, &tasks, &nt, &vec)) k = cli_find_task(tasks, nt, task);
+    if (!cli_load_tasks(model, &data, &tp, &tasks, &nt, &vec)) k = cli_find_task(tasks, nt, task);
     if (k >= 0) snprintf(want_key, sizeof want_key, "%s", tasks[k].key);
     free(tasks);
-    temper_graph_destroy(tg);
-    for (int i = 0; i < tmd.n_params; i++) free(tmd.values ? tmd.values[i] : NULL);
-    free(tmd.values);
-    free(tmd.is_input);
+    program_free(&tp);
     if (k < 0) goto out;
     if (!loops) loops = 1;
     if (config) {
@@ -78,8 +76,10 @@ int cmd_lower(int argc, char **argv) {
       po.ctx = &oc;
     }
   }
-  if (cli_read_model(model, &g) || cli_model_data(g, &md) || cli_bind_and_optimize(g, &md, &po)) goto out;
+  if (cli_load(model, &data, &p)) goto out;
+  temper_graph *g = p.g;
   d = (diag){.path = g->path, .text = g->text};
+  if (program_optimize(&p, &po, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
   if (!loops) {
     char *text = print_graph(g);
     if (!text) goto out;
@@ -114,7 +114,6 @@ int cmd_lower(int argc, char **argv) {
   }
   arena_free(&s);
 out:
-  cli_model_data_free(&md);
-  temper_graph_destroy(g);
+  program_free(&p);
   return rc;
 }

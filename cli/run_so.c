@@ -100,7 +100,7 @@ out:
   return rc;
 }
 
-int cli_run_library(const char *path, int threads, int repeat, model_data *md, const char *save_dir) {
+int cli_run_library(const char *path, int threads, int repeat, const program_opts *o, const char *save_dir) {
   model_api a;
   void *h = library_open(path, &a);
   if (!h) return 1;
@@ -115,8 +115,8 @@ int cli_run_library(const char *path, int threads, int repeat, model_data *md, c
     for (int k = 0; k < s.ndim; k++) s.d[k] = a.in_shape(i)[k];
     isz[i] = a.in_size(i);
     const char *file = NULL;
-    for (int k = 0; k < md->n_inputs; k++)
-      if (!strcmp(md->input_names[k], a.in_name(i))) file = md->input_files[k];
+    for (int k = 0; k < o->n_inputs; k++)
+      if (!strcmp(o->input_names[k], a.in_name(i))) file = o->input_files[k];
     if (file) {
       shape_t fs;
       char err[512];
@@ -125,13 +125,13 @@ int cli_run_library(const char *path, int threads, int repeat, model_data *md, c
     } else {   /* the same seeded data as `temper run MODEL` */
       in[i] = malloc(sizeof(float) * isz[i]);
       if (!in[i]) goto out;
-      data_random_param(in[i], &s, md->seed ^ data_hash_name(a.in_name(i)), 1, 0);
+      data_random_param(in[i], &s, o->seed ^ data_hash_name(a.in_name(i)), 1, 0);
     }
   }
-  for (int k = 0; k < md->n_inputs; k++) {
+  for (int k = 0; k < o->n_inputs; k++) {
     int known = 0;
-    for (int i = 0; i < ni; i++) known |= !strcmp(md->input_names[k], a.in_name(i));
-    if (!known) { fprintf(stderr, "temper: --input %s: the library has no such input\n", md->input_names[k]); goto out; }
+    for (int i = 0; i < ni; i++) known |= !strcmp(o->input_names[k], a.in_name(i));
+    if (!known) { fprintf(stderr, "temper: --input %s: the library has no such input\n", o->input_names[k]); goto out; }
   }
   for (int i = 0; i < no; i++) {
     osz[i] = a.out_size(i);

@@ -17,37 +17,39 @@ int cli_find_task(tune_task *tasks, int n, const char *k) {
   return -1;
 }
 
-int cli_load_tasks(const char *model, model_data *md, temper_graph **g, tune_task **tasks, int *n, int *vec) {
+int cli_load_tasks(const char *model, const program_opts *o, program *p, tune_task **tasks, int *n, int *vec) {
   cg_target t;
   diag d = {0};
   cg_host_target(&t, &d);
   *vec = t.vec;
-  if (cli_read_model(model, g) || cli_model_data(*g, md)) return 1;
-  float **bound = calloc((size_t)md->n_params + 1, sizeof(float *));
+  if (cli_load(model, o, p)) return 1;
+  float **bound = calloc((size_t)p->n_params + 1, sizeof(float *));
   if (!bound) return 1;
-  for (int i = 0; i < md->n_params; i++) bound[i] = md->is_input[i] ? NULL : md->values[i];
-  d = (diag){.path = (*g)->path, .text = (*g)->text};
-  temper_status s = bind_params(*g, bound, &d);
+  for (int i = 0; i < p->n_params; i++) bound[i] = p->is_input[i] ? NULL : p->values[i];
+  d = (diag){.path = p->g->path, .text = p->g->text};
+  temper_status s = bind_params(p->g, bound, &d);
   free(bound);
-  if (!s) s = tasks_extract(*g, t.vec, tasks, n, &d);
+  if (!s) s = tasks_extract(p->g, t.vec, tasks, n, &d);
   if (s) { fprintf(stderr, "%s\n", d.msg); return 1; }
   return 0;
 }
 
 int cmd_space(int argc, char **argv) {
   const char *model = NULL, *task = NULL;
-  model_data md = {.seed = 1};
+  program_opts data = {.seed = 1};
+  program p = {0};
   for (int i = 1; i < argc; i++) {
+    int flag = cli_data_flag(&data, argc, argv, &i);
+    if (flag < 0) return 2;
+    if (flag) continue;
     if (!strcmp(argv[i], "--task") && i + 1 < argc) task = argv[++i];
-    else if (!strcmp(argv[i], "--params") && i + 1 < argc) md.params_dir = argv[++i];
     else if (argv[i][0] == '-') { fprintf(stderr, "temper space: unknown option '%s'\n", argv[i]); return 2; }
     else model = argv[i];
   }
   if (!model) { fprintf(stderr, "usage: temper space MODEL [--task K] [--params DIR]\n"); return 2; }
-  temper_graph *g = NULL;
   tune_task *tasks = NULL;
   int n = 0, vec = 16, rc = 1;
-  if (cli_load_tasks(model, &md, &g, &tasks, &n, &vec)) goto out;
+  if (cli_load_tasks(model, &data, &p, &tasks, &n, &vec)) goto out;
   if (!task) {
     double total = 0;
     for (int i = 0; i < n; i++) total += tasks[i].flops * tasks[i].count;
@@ -87,7 +89,6 @@ int cmd_space(int argc, char **argv) {
   rc = 0;
 out:
   free(tasks);
-  cli_model_data_free(&md);
-  temper_graph_destroy(g);
+  program_free(&p);
   return rc;
 }

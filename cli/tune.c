@@ -29,7 +29,8 @@ static int num(const char *flag, const char *v, double lo, double hi, double *ou
 
 int cmd_tune(int argc, char **argv) {
   const char *model = NULL, *dbpath = NULL;
-  model_data md = {.seed = 1};
+  program_opts data = {.seed = 1};
+  program p = {0};
   tune_opts o = {.trials = -1, .search = SEARCH_XGB, .seed = 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .top_k = 3,
                  .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10}};
   for (int i = 1; i < argc; i++) {
@@ -38,7 +39,7 @@ int cmd_tune(int argc, char **argv) {
     if (!strcmp(a, "--db") && v) dbpath = v, i++;
     else if (!strcmp(a, "--trials")) { if (num(a, v, 1, 1e9, &x)) return 2; o.trials = (int)x; i++; }
     else if (!strcmp(a, "--minutes")) { if (num(a, v, 0.001, 1e6, &o.minutes)) return 2; i++; }
-    else if (!strcmp(a, "--seed")) { if (num(a, v, 0, 1e18, &x)) return 2; o.seed = (uint64_t)x; md.seed = o.seed; i++; }
+    else if (!strcmp(a, "--seed")) { if (num(a, v, 0, 1e18, &x)) return 2; o.seed = (uint64_t)x; data.seed = o.seed; i++; }
     else if (!strcmp(a, "--threads")) { if (num(a, v, 1, 256, &x)) return 2; o.m.threads = (int)x; i++; }
     else if (!strcmp(a, "--build-jobs")) { if (num(a, v, 1, 16, &x)) return 2; o.build_jobs = (int)x; i++; }
     else if (!strcmp(a, "--timeout")) { if (num(a, v, 0.1, 3600, &o.m.timeout_s)) return 2; i++; }
@@ -47,7 +48,7 @@ int cmd_tune(int argc, char **argv) {
     else if (!strcmp(a, "--min-repeat-ms")) { if (num(a, v, 0, 10000, &o.m.min_repeat_ms)) return 2; i++; }
     else if (!strcmp(a, "--top-k")) { if (num(a, v, 0, 16, &x)) return 2; o.top_k = (int)x; i++; }
     else if (!strcmp(a, "--task") && v) o.task_pattern = v, i++;
-    else if (!strcmp(a, "--params") && v) md.params_dir = v, i++;
+    else if (!strcmp(a, "--params") && v) data.params_dir = v, i++;
     else if (!strcmp(a, "--search") && v) {
       if (!strcmp(v, "random")) o.search = SEARCH_RANDOM;
       else if (!strcmp(v, "grid")) o.search = SEARCH_GRID;
@@ -68,12 +69,11 @@ int cmd_tune(int argc, char **argv) {
   o.runner_binary = self;
   o.log = stderr;
   o.tty = isatty(2);
-  temper_graph *g = NULL;
   tune_task *tasks = NULL;
   tune_task_result *res = NULL;
   temper_db *db = NULL;
   int n = 0, vec, rc = 1;
-  if (cli_load_tasks(model, &md, &g, &tasks, &n, &vec)) goto out;
+  if (cli_load_tasks(model, &data, &p, &tasks, &n, &vec)) goto out;
   char err[4096];
   if (temper_db_open(dbpath, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
   res = calloc((size_t)n + 1, sizeof *res);
@@ -115,8 +115,7 @@ out:
   free(res);
   free(tasks);
   temper_db_close(db);
-  cli_model_data_free(&md);
-  temper_graph_destroy(g);
+  program_free(&p);
   return rc;
 }
 

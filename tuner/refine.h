@@ -1,0 +1,36 @@
+/* refine.h: choosing each workload's schedule by timing the whole model
+ * (see refine.c's header for the method). */
+#ifndef TEMPER_REFINE_H
+#define TEMPER_REFINE_H
+#include <stdio.h>
+#include "choose.h"
+#include "program.h"
+
+typedef struct refine_opts {
+  const char *model, *db;
+  program_opts data;        /* the model's weights and inputs */
+  int threads, pairs, alternatives;
+  double min_gain;          /* relative: the least gain kept */
+  FILE *log;                /* a line per alternative timed (NULL: stdout) */
+  /* called once the records' choice is known (to print it); may be NULL */
+  void (*on_base)(void *ctx, const db_chooser *dc);
+  void *ctx;
+} refine_opts;
+
+typedef struct refine_result {
+  int workloads, tried;     /* conv2d workloads; alternatives timed */
+  int changed;              /* workloads whose choice changed */
+  int stored;               /* choices stored for the model (0 when together they did not win) */
+  double base_s, refined_s; /* the model with the records' choice, and refined */
+  double rel;               /* refined against base, relative (negative: faster) */
+  int wins, pairs;          /* of the final paired comparison */
+  double seconds;           /* the search's time */
+} refine_result;
+
+/* refine_run: times the model with each workload's strongest alternatives
+ * and stores the winners for this model, target and thread count in the
+ * database (replacing earlier ones). An error returns its status with the
+ * message in d; the database is left as it was unless the choices were
+ * stored. */
+temper_status refine_run(const refine_opts *o, refine_result *res, diag *d);
+#endif
