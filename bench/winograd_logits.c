@@ -25,7 +25,7 @@ static int choose_winograd(void *ctx, const char *key, const struct task_space *
   for (int64_t i = 0; i < t->size; i++) {   /* the first valid point with tile m, 16-channel blocks */
     sched_config c;
     space_config(s, t->offset + i, &c);
-    if (cfg_get(s, &c, "tile") == m && cfg_get(s, &c, "ic_bn") == 16 && cfg_get(s, &c, "oc_bn") == 16 && cfg_get(s, &c, "t_bn") >= 4 &&
+    if (cfg_get(s, &c, K_TILE) == m && cfg_get(s, &c, K_IC_BN) == 16 && cfg_get(s, &c, K_OC_BN) == 16 && cfg_get(s, &c, K_T_BN) >= 4 &&
         space_valid(s, &c)) {
       *out = c;
       return 1;

@@ -101,12 +101,12 @@ static node *reshape_blocked(temper_graph *g, node *v, int64_t C, int b) {
  * layout_transform(winograd_weight_transform(w), HWIO → OHWI<ob>o)),
  * the weight side folding to one constant */
 static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, const task_space *sp, const sched_config *cfg) {
-  int ib = (int)cfg_get(sp, cfg, "ic_bn"), ob = (int)cfg_get(sp, cfg, "oc_bn");
+  int ib = (int)cfg_get(sp, cfg, K_IC_BN), ob = (int)cfg_get(sp, cfg, K_OC_BN);
   int xblk = config_reads_block(sp, cfg, get_blk(a, args[0])) ? get_blk(a, args[0]) : ib;
   node *x = to_block(g, a, args[0], xblk);
   node *u = ir_call(g, OP_WINOGRAD_WEIGHT, 1, &args[1], NULL);
   if (!x || !u) return NULL;
-  u->attrs->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, "tile");
+  u->attrs->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, K_TILE);
   node *ut = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &u, NULL);
   if (!ut) return NULL;
   strcpy(ut->attrs->v[ATTR_SRC_LAYOUT].s, "HWIO");
@@ -116,7 +116,7 @@ static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, con
   if (!c) return NULL;
   c->loc = n->loc;
   attrs_t *at = c->attrs;
-  at->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, "tile");
+  at->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, K_TILE);
   layout_name(at->v[ATTR_DATA_LAYOUT].s, sizeof at->v[0].s, "NCHW", xblk, 'c');
   snprintf(at->v[ATTR_KERNEL_LAYOUT].s, sizeof at->v[0].s, "OHWI%do", ob);
   layout_name(at->v[ATTR_OUT_LAYOUT].s, sizeof at->v[0].s, "NCHW", ob, 'c');
@@ -147,8 +147,8 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   if (cfg.tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default_direct(&sp, &cfg, 0);
   if (cfg.tmpl == TMPL_WINOGRAD) return alter_winograd(g, a, n, args, &sp, &cfg);
   int ib, ob, ki;
-  if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, "c_bn"), ki = 1;
-  else ib = ki = (int)cfg_get(&sp, &cfg, "ic_bn"), ob = (int)cfg_get(&sp, &cfg, "oc_bn");
+  if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, K_C_BN), ki = 1;
+  else ib = ki = (int)cfg_get(&sp, &cfg, K_IC_BN), ob = (int)cfg_get(&sp, &cfg, K_OC_BN);
   /* a direct or 1x1 conv reads NCHW, NCHW<ib>c and (one group) blocks that
    * ib divides as they are: no transform for such a producer */
   int pb = get_blk(a, args[0]);

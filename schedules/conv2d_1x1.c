@@ -74,8 +74,8 @@ temper_status sched_conv2d_1x1(prim *p, int vec, diag *d) {
   temper_status s = conv_ctx_init(&c, p, vec, d);
   if (s) return s;
   lfunc *f = c.f;
-  int64_t mb = cfg_get(&c.space, &c.cfg, "m_bn"), unroll = cfg_get(&c.space, &c.cfg, "unroll_ic"),
-          loop = cfg_get(&c.space, &c.cfg, "loop");
+  int64_t mb = cfg_get(&c.space, &c.cfg, K_M_BN), unroll = cfg_get(&c.space, &c.cfg, K_UNROLL_IC),
+          loop = cfg_get(&c.space, &c.cfg, K_LOOP);
   int64_t M = c.OH * c.OW, MT = (M + mb - 1) / mb, full = M / mb, rem = M % mb;
   c.pf_calls = c.w.N * c.KB * MT;   /* position tiles in the kernel */
   int v_n = lf_var(f, "n"), v_kb = lf_var(f, "kb"), v_mt = lf_var(f, "mt"), vt = lf_var(f, loop == 0 ? "n_kb_mt" : "n_mt_kb");

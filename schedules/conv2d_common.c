@@ -21,7 +21,7 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   c->Kg = c->w.K / c->w.G;
   c->sb = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c');
   c->x_nchw = !c->sb;
-  c->ib = c->cfg.tmpl == TMPL_WINOGRAD ? cfg_get(&c->space, &c->cfg, "ic_bn")
+  c->ib = c->cfg.tmpl == TMPL_WINOGRAD ? cfg_get(&c->space, &c->cfg, K_IC_BN)
           : c->cfg.tmpl == TMPL_DEPTHWISE ? c->sb
                                           : layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'i');
   if (c->x_nchw) c->sb = c->ib;

@@ -82,8 +82,8 @@ temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d) {
   if (s) return s;
   lfunc *f = c.f;
   const conv_workload *w = &c.w;
-  dw k = {.c = &c, .ow_bn = cfg_get(&c.space, &c.cfg, "ow_bn"), .unroll = cfg_get(&c.space, &c.cfg, "unroll_kw")};
-  int64_t par = cfg_get(&c.space, &c.cfg, "par");
+  dw k = {.c = &c, .ow_bn = cfg_get(&c.space, &c.cfg, K_OW_BN), .unroll = cfg_get(&c.space, &c.cfg, K_UNROLL_KW)};
+  int64_t par = cfg_get(&c.space, &c.cfg, K_PAR);
   k.v_n = lf_var(f, "n");
   k.v_cb = lf_var(f, "cb");
   k.v_oh = lf_var(f, "oh");

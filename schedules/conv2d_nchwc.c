@@ -179,9 +179,9 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
   temper_status s = conv_ctx_init(&c, p, vec, d);
   if (s) return s;
   lfunc *f = c.f;
-  nchwc k = {.c = &c, .oh_bn = cfg_get(&c.space, &c.cfg, "oh_bn"), .ow_bn = cfg_get(&c.space, &c.cfg, "ow_bn"),
-             .unroll_kw = cfg_get(&c.space, &c.cfg, "unroll_kw"), .order = cfg_get(&c.space, &c.cfg, "order"),
-             .par = cfg_get(&c.space, &c.cfg, "par"), .CBgb = c.Cg / c.ib};
+  nchwc k = {.c = &c, .oh_bn = cfg_get(&c.space, &c.cfg, K_OH_BN), .ow_bn = cfg_get(&c.space, &c.cfg, K_OW_BN),
+             .unroll_kw = cfg_get(&c.space, &c.cfg, K_UNROLL_KW), .order = cfg_get(&c.space, &c.cfg, K_ORDER),
+             .par = cfg_get(&c.space, &c.cfg, K_PAR), .CBgb = c.Cg / c.ib};
   int64_t OHT = (c.OH + k.oh_bn - 1) / k.oh_bn, full = c.OH / k.oh_bn, rem = c.OH % k.oh_bn;
   c.pf_calls = c.w.N * c.KB * OHT * ((c.OW + k.ow_bn - 1) / k.ow_bn);   /* register tiles in the kernel */
   k.v_n = lf_var(f, "n");

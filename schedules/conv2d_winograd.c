@@ -245,9 +245,9 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
   temper_status s = conv_ctx_init(&c, p, vec, d);
   if (s) return s;
   lfunc *f = c.f;
-  wino k = {.c = &c, .m = cfg_get(&c.space, &c.cfg, "tile"), .tb = cfg_get(&c.space, &c.cfg, "t_bn"),
-            .par = cfg_get(&c.space, &c.cfg, "par"), .stage = cfg_get(&c.space, &c.cfg, "stage"),
-            .unroll_c = cfg_get(&c.space, &c.cfg, "unroll_c"), .split = cfg_get(&c.space, &c.cfg, "oc_split")};
+  wino k = {.c = &c, .m = cfg_get(&c.space, &c.cfg, K_TILE), .tb = cfg_get(&c.space, &c.cfg, K_T_BN),
+            .par = cfg_get(&c.space, &c.cfg, K_PAR), .stage = cfg_get(&c.space, &c.cfg, K_STAGE),
+            .unroll_c = cfg_get(&c.space, &c.cfg, K_UNROLL_C), .split = cfg_get(&c.space, &c.cfg, K_OC_SPLIT)};
   if (c.x_nchw || winograd_mats((int)k.m, &k.mt))
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d_winograd: needs a blocked input and tile 2, 4 or 6");
   k.a = k.m + 2;

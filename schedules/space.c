@@ -13,6 +13,11 @@ const char *const tmpl_names[TMPL_COUNT] = {
     CONV_TEMPLATES(X)
 #undef X
 };
+const char *const knob_names[K_COUNT] = {
+#define X(id, name) name,
+    CONV_KNOBS(X)
+#undef X
+};
 const int tmpl_versions[TMPL_COUNT] = {
 #define X(id, name, ver) ver,
     CONV_TEMPLATES(X)
@@ -30,8 +35,8 @@ int conv_split_rows(const conv_workload *w) {
 }
 
 int config_reads_block(const task_space *s, const sched_config *c, int64_t blk) {
-  if (c->tmpl == TMPL_DEPTHWISE) return blk == cfg_get(s, c, "c_bn");
-  int64_t ib = cfg_get(s, c, "ic_bn");
+  if (c->tmpl == TMPL_DEPTHWISE) return blk == cfg_get(s, c, K_C_BN);
+  int64_t ib = cfg_get(s, c, K_IC_BN);
   if (c->tmpl == TMPL_WINOGRAD) return blk > 0 && (blk % ib == 0 || ib % blk == 0);
   return blk == 0 || (blk % ib == 0 && (blk == ib || s->w.G == 1));
 }
@@ -39,8 +44,8 @@ int config_reads_block(const task_space *s, const sched_config *c, int64_t blk) 
 int config_splits_rows(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
   case TMPL_NCHWC: return conv_split_rows(&s->w);
-  case TMPL_1X1: return cfg_get(s, c, "loop") == 1;
-  case TMPL_WINOGRAD: return cfg_get(s, c, "oc_split") == 1;   /* tile blocks outer, or channel groups */
+  case TMPL_1X1: return cfg_get(s, c, K_LOOP) == 1;
+  case TMPL_WINOGRAD: return cfg_get(s, c, K_OC_SPLIT) == 1;   /* tile blocks outer, or channel groups */
   default: return 0;              /* depthwise: channel blocks outer */
   }
 }
@@ -88,9 +93,10 @@ double workload_flops(const conv_workload *w) {
 }
 
 /* ---- knob construction ---- */
-static knob *add_knob(tmpl_space *t, const char *name, knob_kind k) {
+static knob *add_knob(tmpl_space *t, knob_id id, knob_kind k) {
   knob *kb = &t->knobs[t->n_knobs++];
-  kb->name = name;
+  kb->id = id;
+  kb->name = knob_names[id];
   kb->kind = k;
   kb->n = 0;
   return kb;
@@ -135,42 +141,42 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
   if (!depthwise) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_NCHWC;
-    divisors(add_knob(t, "ic_bn", KNOB_SPLIT), Cg, 64, 1);
-    channel_blocks(add_knob(t, "oc_bn", KNOB_SPLIT), Kg, vec);
-    tiles(add_knob(t, "ow_bn", KNOB_SPLIT), OW);
-    tiles(add_knob(t, "oh_bn", KNOB_SPLIT), OH < 4 ? OH : 4);
-    choice(add_knob(t, "unroll_kw", KNOB_BOOL), 2);
-    choice(add_knob(t, "order", KNOB_CHOICE), 2);   /* 0: ic-block outside the window; 1: window outside */
-    choice(add_knob(t, "par", KNOB_CHOICE), 2);     /* 0: (n, oc-block, oh) in parallel; 1: (n, oc-block) — rows
+    divisors(add_knob(t, K_IC_BN, KNOB_SPLIT), Cg, 64, 1);
+    channel_blocks(add_knob(t, K_OC_BN, KNOB_SPLIT), Kg, vec);
+    tiles(add_knob(t, K_OW_BN, KNOB_SPLIT), OW);
+    tiles(add_knob(t, K_OH_BN, KNOB_SPLIT), OH < 4 ? OH : 4);
+    choice(add_knob(t, K_UNROLL_KW, KNOB_BOOL), 2);
+    choice(add_knob(t, K_ORDER, KNOB_CHOICE), 2);   /* 0: ic-block outside the window; 1: window outside */
+    choice(add_knob(t, K_PAR, KNOB_CHOICE), 2);     /* 0: (n, oc-block, oh) in parallel; 1: (n, oc-block) — rows
                                                        outer instead when conv_split_rows */
     finish(s, t);
   }
   if (one) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_1X1;
-    divisors(add_knob(t, "ic_bn", KNOB_SPLIT), w->C, 64, 1);
-    channel_blocks(add_knob(t, "oc_bn", KNOB_SPLIT), w->K, vec);
-    tiles(add_knob(t, "m_bn", KNOB_SPLIT), OH * OW);
-    choice(add_knob(t, "unroll_ic", KNOB_BOOL), 2);
-    choice(add_knob(t, "loop", KNOB_CHOICE), 2);    /* 0: oc-block outer (weights hot); 1: positions outer */
+    divisors(add_knob(t, K_IC_BN, KNOB_SPLIT), w->C, 64, 1);
+    channel_blocks(add_knob(t, K_OC_BN, KNOB_SPLIT), w->K, vec);
+    tiles(add_knob(t, K_M_BN, KNOB_SPLIT), OH * OW);
+    choice(add_knob(t, K_UNROLL_IC, KNOB_BOOL), 2);
+    choice(add_knob(t, K_LOOP, KNOB_CHOICE), 2);    /* 0: oc-block outer (weights hot); 1: positions outer */
     finish(s, t);
   }
   if (winograd_applies(w)) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_WINOGRAD;
-    knob *m = add_knob(t, "tile", KNOB_CHOICE);     /* the output tile m of F(m×m, 3×3) */
+    knob *m = add_knob(t, K_TILE, KNOB_CHOICE);     /* the output tile m of F(m×m, 3×3) */
     m->vals[m->n++] = 2, m->vals[m->n++] = 4, m->vals[m->n++] = 6;
-    divisors(add_knob(t, "ic_bn", KNOB_SPLIT), w->C, 64, 1);
-    channel_blocks(add_knob(t, "oc_bn", KNOB_SPLIT), w->K, vec);
-    tiles(add_knob(t, "t_bn", KNOB_SPLIT), winograd_tiles(w, 2));   /* tiles per register block */
-    choice(add_knob(t, "par", KNOB_CHOICE), 2);     /* 0: (n, tile block) in parallel; 1: (n, tile block, oc-block) */
-    choice(add_knob(t, "stage", KNOB_CHOICE), 2);   /* 0: output transform after each oc-block; 1: after all */
-    choice(add_knob(t, "unroll_c", KNOB_BOOL), 2);
+    divisors(add_knob(t, K_IC_BN, KNOB_SPLIT), w->C, 64, 1);
+    channel_blocks(add_knob(t, K_OC_BN, KNOB_SPLIT), w->K, vec);
+    tiles(add_knob(t, K_T_BN, KNOB_SPLIT), winograd_tiles(w, 2));   /* tiles per register block */
+    choice(add_knob(t, K_PAR, KNOB_CHOICE), 2);     /* 0: (n, tile block) in parallel; 1: (n, tile block, oc-block) */
+    choice(add_knob(t, K_STAGE, KNOB_CHOICE), 2);   /* 0: output transform after each oc-block; 1: after all */
+    choice(add_knob(t, K_UNROLL_C, KNOB_BOOL), 2);
     /* output-channel groups, outermost in parallel (par=0 only): at two
      * threads each core then reads half the transformed weights (4.2 MB on
      * ResNet's 14×14 layers, where the tile split reads them twice) and the
      * work halves evenly even when the tile blocks do not (49 tiles) */
-    knob *g = add_knob(t, "oc_split", KNOB_CHOICE);
+    knob *g = add_knob(t, K_OC_SPLIT, KNOB_CHOICE);
     g->vals[g->n++] = 1, g->vals[g->n++] = 2, g->vals[g->n++] = 4;
     g->appended = 1;
     finish(s, t);
@@ -178,10 +184,10 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
   if (depthwise) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_DEPTHWISE;
-    channel_blocks(add_knob(t, "c_bn", KNOB_SPLIT), w->C, vec);
-    tiles(add_knob(t, "ow_bn", KNOB_SPLIT), OW);
-    choice(add_knob(t, "unroll_kw", KNOB_BOOL), 2);
-    choice(add_knob(t, "par", KNOB_CHOICE), 2);
+    channel_blocks(add_knob(t, K_C_BN, KNOB_SPLIT), w->C, vec);
+    tiles(add_knob(t, K_OW_BN, KNOB_SPLIT), OW);
+    choice(add_knob(t, K_UNROLL_KW, KNOB_BOOL), 2);
+    choice(add_knob(t, K_PAR, KNOB_CHOICE), 2);
     finish(s, t);
   }
 }
@@ -228,10 +234,10 @@ int space_config(const task_space *s, int64_t index, sched_config *c) {
   return -1;
 }
 
-int64_t cfg_get(const task_space *s, const sched_config *c, const char *name) {
+int64_t cfg_get(const task_space *s, const sched_config *c, knob_id k) {
   const tmpl_space *t = space_tmpl(s, c->tmpl);
   for (int i = 0; t && i < t->n_knobs; i++)
-    if (!strcmp(t->knobs[i].name, name)) return c->v[i];
+    if (t->knobs[i].id == k) return c->v[i];
   return -1;
 }
 
@@ -243,23 +249,23 @@ int space_valid(const task_space *s, const sched_config *c) {
   int vec = s->vec;
   switch (c->tmpl) {
   case TMPL_NCHWC: {
-    int64_t ob = cfg_get(s, c, "oc_bn");
-    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, "ow_bn") * cfg_get(s, c, "oh_bn") <= REG_BUDGET;
+    int64_t ob = cfg_get(s, c, K_OC_BN);
+    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_OW_BN) * cfg_get(s, c, K_OH_BN) <= REG_BUDGET;
   }
   case TMPL_1X1: {
-    int64_t ob = cfg_get(s, c, "oc_bn");
-    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, "m_bn") <= REG_BUDGET;
+    int64_t ob = cfg_get(s, c, K_OC_BN);
+    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_M_BN) <= REG_BUDGET;
   }
   case TMPL_DEPTHWISE: {
-    int64_t cb = cfg_get(s, c, "c_bn");
-    return (cb / lanes_of(cb, vec)) * cfg_get(s, c, "ow_bn") <= REG_BUDGET;
+    int64_t cb = cfg_get(s, c, K_C_BN);
+    return (cb / lanes_of(cb, vec)) * cfg_get(s, c, K_OW_BN) <= REG_BUDGET;
   }
   case TMPL_WINOGRAD: {
-    int64_t ob = cfg_get(s, c, "oc_bn"), m = cfg_get(s, c, "tile"), tb = cfg_get(s, c, "t_bn");
+    int64_t ob = cfg_get(s, c, K_OC_BN), m = cfg_get(s, c, K_TILE), tb = cfg_get(s, c, K_T_BN);
     if ((ob / lanes_of(ob, vec)) * tb > REG_BUDGET || tb > winograd_tiles(&s->w, m)) return 0;
-    if (cfg_get(s, c, "par") == 1 && cfg_get(s, c, "stage") == 1) return 0;   /* one oc-block per task: stage is moot */
-    int64_t split = cfg_get(s, c, "oc_split");
-    if (split > 1 && (cfg_get(s, c, "par") != 0 || (s->w.K / ob) % split)) return 0;
+    if (cfg_get(s, c, K_PAR) == 1 && cfg_get(s, c, K_STAGE) == 1) return 0;   /* one oc-block per task: stage is moot */
+    int64_t split = cfg_get(s, c, K_OC_SPLIT);
+    if (split > 1 && (cfg_get(s, c, K_PAR) != 0 || (s->w.K / ob) % split)) return 0;
     int64_t v, m2;
     winograd_scratch(s, c, &v, &m2);
     return 4 * (v + m2) <= LF_MAX_LOCAL_BYTES;
@@ -279,19 +285,19 @@ int64_t winograd_tiles(const conv_workload *w, int64_t m) {
 
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats) {
   const conv_workload *w = &s->w;
-  int64_t m = cfg_get(s, c, "tile"), ob = cfg_get(s, c, "oc_bn"), tb = cfg_get(s, c, "t_bn"), a2 = (m + 2) * (m + 2);
+  int64_t m = cfg_get(s, c, K_TILE), ob = cfg_get(s, c, K_OC_BN), tb = cfg_get(s, c, K_T_BN), a2 = (m + 2) * (m + 2);
   int64_t tiles = winograd_tiles(w, m);
   if (tb > tiles) tb = tiles;
   /* M holds every oc-block of the task when they are all multiplied first */
-  int64_t blocks = cfg_get(s, c, "par") == 0 && cfg_get(s, c, "stage") ? w->K / ob / cfg_get(s, c, "oc_split") : 1;
+  int64_t blocks = cfg_get(s, c, K_PAR) == 0 && cfg_get(s, c, K_STAGE) ? w->K / ob / cfg_get(s, c, K_OC_SPLIT) : 1;
   *v_floats = a2 * w->C * tb;
   *m_floats = a2 * tb * ob * blocks;
 }
 
 /* the candidate of knob `name` closest to `want` from below (or the smallest) */
-static void set_knob(const tmpl_space *t, sched_config *c, const char *name, int64_t want) {
+static void set_knob(const tmpl_space *t, sched_config *c, knob_id k, int64_t want) {
   for (int i = 0; i < t->n_knobs; i++) {
-    if (strcmp(t->knobs[i].name, name)) continue;
+    if (t->knobs[i].id != k) continue;
     int64_t best = t->knobs[i].vals[0];
     for (int j = 0; j < t->knobs[i].n; j++)
       if (t->knobs[i].vals[j] <= want) best = t->knobs[i].vals[j];
@@ -341,16 +347,16 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
      * the transforms. The layout pass falls back to direct for weights that
      * are not constants. */
     int64_t m = w->C * w->K <= 128 * 128 ? 4 : 2;
-    set_knob(t, c, "tile", m);
-    set_knob(t, c, "ic_bn", w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);
-    set_knob(t, c, "oc_bn", w->K % (2 * vec) == 0 ? 2 * vec : vec);
+    set_knob(t, c, K_TILE, m);
+    set_knob(t, c, K_IC_BN, w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);
+    set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
     int64_t tiles = winograd_tiles(w, m);
-    set_knob(t, c, "t_bn", 14 < tiles ? 14 : tiles);
-    set_knob(t, c, "par", 0);
-    set_knob(t, c, "stage", 1);
-    set_knob(t, c, "unroll_c", 0);
-    set_knob(t, c, "oc_split", 1);
-    if (!space_valid(s, c)) set_knob(t, c, "stage", 0);
+    set_knob(t, c, K_T_BN, 14 < tiles ? 14 : tiles);
+    set_knob(t, c, K_PAR, 0);
+    set_knob(t, c, K_STAGE, 1);
+    set_knob(t, c, K_UNROLL_C, 0);
+    set_knob(t, c, K_OC_SPLIT, 1);
+    if (!space_valid(s, c)) set_knob(t, c, K_STAGE, 0);
     if (space_valid(s, c)) return;
     t = &s->t[0];   /* not valid (scratch too large): the direct default */
     memset(c, 0, sizeof *c);
@@ -358,26 +364,26 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
     for (int i = 0; i < t->n_knobs; i++) c->v[i] = t->knobs[i].vals[0];
   }
   if (t->tmpl == TMPL_NCHWC) {
-    set_knob(t, c, "ic_bn", vec);
-    set_knob(t, c, "oc_bn", vec);
-    int64_t nv = cfg_get(s, c, "oc_bn") / lanes_of(cfg_get(s, c, "oc_bn"), vec);
+    set_knob(t, c, K_IC_BN, vec);
+    set_knob(t, c, K_OC_BN, vec);
+    int64_t nv = cfg_get(s, c, K_OC_BN) / lanes_of(cfg_get(s, c, K_OC_BN), vec);
     int64_t cap = REG_BUDGET / nv;
     int64_t ow = pick_tile(OW, cap);
-    set_knob(t, c, "ow_bn", ow);
-    ow = cfg_get(s, c, "ow_bn");
-    set_knob(t, c, "oh_bn", ow * 2 * nv <= REG_BUDGET && OH % 2 == 0 ? (ow * 4 * nv <= REG_BUDGET && OH % 4 == 0 ? 4 : 2) : 1);
-    set_knob(t, c, "unroll_kw", w->S <= 3);
+    set_knob(t, c, K_OW_BN, ow);
+    ow = cfg_get(s, c, K_OW_BN);
+    set_knob(t, c, K_OH_BN, ow * 2 * nv <= REG_BUDGET && OH % 2 == 0 ? (ow * 4 * nv <= REG_BUDGET && OH % 4 == 0 ? 4 : 2) : 1);
+    set_knob(t, c, K_UNROLL_KW, w->S <= 3);
   } else if (t->tmpl == TMPL_1X1) {
-    set_knob(t, c, "ic_bn", vec);
-    set_knob(t, c, "oc_bn", vec);
-    int64_t nv = cfg_get(s, c, "oc_bn") / lanes_of(cfg_get(s, c, "oc_bn"), vec);
-    set_knob(t, c, "m_bn", pick_tile(OH * OW, REG_BUDGET / nv));
-    set_knob(t, c, "loop", conv_split_rows(w));   /* positions outer where rows are split */
+    set_knob(t, c, K_IC_BN, vec);
+    set_knob(t, c, K_OC_BN, vec);
+    int64_t nv = cfg_get(s, c, K_OC_BN) / lanes_of(cfg_get(s, c, K_OC_BN), vec);
+    set_knob(t, c, K_M_BN, pick_tile(OH * OW, REG_BUDGET / nv));
+    set_knob(t, c, K_LOOP, conv_split_rows(w));   /* positions outer where rows are split */
   } else {
-    set_knob(t, c, "c_bn", vec);
-    int64_t nv = cfg_get(s, c, "c_bn") / lanes_of(cfg_get(s, c, "c_bn"), vec);
-    set_knob(t, c, "ow_bn", pick_tile(OW, REG_BUDGET / nv));
-    set_knob(t, c, "unroll_kw", 1);
+    set_knob(t, c, K_C_BN, vec);
+    int64_t nv = cfg_get(s, c, K_C_BN) / lanes_of(cfg_get(s, c, K_C_BN), vec);
+    set_knob(t, c, K_OW_BN, pick_tile(OW, REG_BUDGET / nv));
+    set_knob(t, c, K_UNROLL_KW, 1);
   }
 }
 

@@ -18,9 +18,36 @@
 
 enum { SPACE_MAX_KNOBS = 10, SPACE_MAX_CANDS = 24, REG_BUDGET = 28 };
 
+/* ORDER KNOB: every knob of every template, named once */
+#define CONV_KNOBS(X)  \
+  X(IC_BN, "ic_bn")     \
+  X(OC_BN, "oc_bn")     \
+  X(OW_BN, "ow_bn")     \
+  X(OH_BN, "oh_bn")     \
+  X(UNROLL_KW, "unroll_kw") \
+  X(ORDER, "order")     \
+  X(PAR, "par")         \
+  X(M_BN, "m_bn")       \
+  X(UNROLL_IC, "unroll_ic") \
+  X(LOOP, "loop")       \
+  X(TILE, "tile")       \
+  X(T_BN, "t_bn")       \
+  X(STAGE, "stage")     \
+  X(UNROLL_C, "unroll_c") \
+  X(OC_SPLIT, "oc_split") \
+  X(C_BN, "c_bn")
+typedef enum knob_id {
+#define X(id, name) K_##id,
+  CONV_KNOBS(X)
+#undef X
+  K_COUNT
+} knob_id;
+extern const char *const knob_names[K_COUNT];
+
 typedef enum knob_kind { KNOB_SPLIT, KNOB_CHOICE, KNOB_BOOL } knob_kind;
 typedef struct knob {
-  const char *name;
+  knob_id id;
+  const char *name;         /* knob_names[id] */
   knob_kind kind;           /* SPLIT: a factor of an axis; CHOICE: one of a list; BOOL: 0/1 */
   int n;                    /* candidates */
   int64_t vals[SPACE_MAX_CANDS];
@@ -103,7 +130,8 @@ const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t);  /* NULL if not 
 int64_t space_index(const task_space *s, const sched_config *c);
 int space_config(const task_space *s, int64_t index, sched_config *c);   /* -1 out of range */
 int space_valid(const task_space *s, const sched_config *c);
-int64_t cfg_get(const task_space *s, const sched_config *c, const char *knob);
+/* the value of knob k in c, -1 if c's template has no such knob */
+int64_t cfg_get(const task_space *s, const sched_config *c, knob_id k);
 /* The default config: Winograd tile 4 for narrow 3×3 stride-1 layers, else
  * the direct (or 1×1, depthwise) template's; config_default_direct(.., 0)
  * never picks Winograd (for weights that are not compile-time constants). */

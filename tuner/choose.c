@@ -75,8 +75,8 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
  * the template, how the kernel splits over threads, and the channel blocks
  * it reads and writes (so the layout transforms around it). */
 static int64_t config_class(const struct task_space *s, const struct sched_config *c) {
-  int64_t ib = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, "c_bn") : cfg_get(s, c, "ic_bn");
-  int64_t ob = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, "c_bn") : cfg_get(s, c, "oc_bn");
+  int64_t ib = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, K_C_BN) : cfg_get(s, c, K_IC_BN);
+  int64_t ob = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, K_C_BN) : cfg_get(s, c, K_OC_BN);
   return (((int64_t)c->tmpl * 2 + config_splits_rows(s, c)) * 4096 + ib) * 4096 + ob;
 }
 
@@ -184,7 +184,7 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
   double t_remote = (double)site->in_floats * 4 * (dc->threads - 1) / dc->threads / 1.5e9;
   sched_config def;
   config_default(s, &def);
-  int64_t ob_def = def.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &def, "c_bn") : cfg_get(s, &def, "oc_bn");
+  int64_t ob_def = def.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &def, K_C_BN) : cfg_get(s, &def, K_OC_BN);
   int found = 0;
   for (int k = 0; k < dc->n_targets[lv]; k++) {
     int64_t tid = dc->targets[lv][k];
@@ -205,7 +205,7 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
       sched_config cfg;
       if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) { c->unusable++; continue; }
       int free_read = config_reads_block(s, &cfg, site->in_block);   /* no transform before it */
-      int64_t ob = cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, "c_bn") : cfg_get(s, &cfg, "oc_bn");
+      int64_t ob = cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, K_C_BN) : cfg_get(s, &cfg, K_OC_BN);
       double cost = recs[i].median_s + (free_read ? 0 : t_transform) + (ob == ob_def ? 0 : t_out);
       if (dc->threads > 1 && conv_split_rows(w) && !config_splits_rows(s, &cfg))
         cost += t_remote;   /* splits over channels where the producer split over rows */

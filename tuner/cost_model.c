@@ -40,17 +40,17 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   int64_t OH = workload_out(w, 2), OW = workload_out(w, 3), Cg = w->C / w->G;
   int64_t ib, ob, cols, rows = 1, unroll = 0, order = 0, par = 0;
   if (c->tmpl == TMPL_NCHWC) {
-    ib = cfg_get(sp, c, "ic_bn"), ob = cfg_get(sp, c, "oc_bn"), cols = cfg_get(sp, c, "ow_bn"), rows = cfg_get(sp, c, "oh_bn");
-    unroll = cfg_get(sp, c, "unroll_kw"), order = cfg_get(sp, c, "order"), par = cfg_get(sp, c, "par");
+    ib = cfg_get(sp, c, K_IC_BN), ob = cfg_get(sp, c, K_OC_BN), cols = cfg_get(sp, c, K_OW_BN), rows = cfg_get(sp, c, K_OH_BN);
+    unroll = cfg_get(sp, c, K_UNROLL_KW), order = cfg_get(sp, c, K_ORDER), par = cfg_get(sp, c, K_PAR);
   } else if (c->tmpl == TMPL_1X1) {
-    ib = cfg_get(sp, c, "ic_bn"), ob = cfg_get(sp, c, "oc_bn"), cols = cfg_get(sp, c, "m_bn");
-    unroll = cfg_get(sp, c, "unroll_ic"), order = cfg_get(sp, c, "loop");
+    ib = cfg_get(sp, c, K_IC_BN), ob = cfg_get(sp, c, K_OC_BN), cols = cfg_get(sp, c, K_M_BN);
+    unroll = cfg_get(sp, c, K_UNROLL_IC), order = cfg_get(sp, c, K_LOOP);
   } else if (c->tmpl == TMPL_WINOGRAD) {   /* the shared slots below, then its own analogues */
-    ib = cfg_get(sp, c, "ic_bn"), ob = cfg_get(sp, c, "oc_bn"), cols = cfg_get(sp, c, "t_bn");
-    unroll = cfg_get(sp, c, "unroll_c"), order = cfg_get(sp, c, "stage"), par = cfg_get(sp, c, "par");
+    ib = cfg_get(sp, c, K_IC_BN), ob = cfg_get(sp, c, K_OC_BN), cols = cfg_get(sp, c, K_T_BN);
+    unroll = cfg_get(sp, c, K_UNROLL_C), order = cfg_get(sp, c, K_STAGE), par = cfg_get(sp, c, K_PAR);
   } else {
-    ib = ob = cfg_get(sp, c, "c_bn"), cols = cfg_get(sp, c, "ow_bn");
-    unroll = cfg_get(sp, c, "unroll_kw"), par = cfg_get(sp, c, "par");
+    ib = ob = cfg_get(sp, c, K_C_BN), cols = cfg_get(sp, c, K_OW_BN);
+    unroll = cfg_get(sp, c, K_UNROLL_KW), par = cfg_get(sp, c, K_PAR);
   }
   int64_t lanes = ob < vec ? ob : vec, nv = ob / lanes, acc = nv * cols * rows;
   f[0] = (float)c->tmpl;
@@ -73,13 +73,13 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   f[16] = (float)(((span + cols - 1) / cols) * cols - span) / (float)span;
   f[17] = lg((double)OW), f[18] = lg((double)w->C), f[19] = lg((double)w->K), f[20] = (float)w->R, f[21] = (float)w->sh;
   if (c->tmpl == TMPL_WINOGRAD) {
-    int64_t m = cfg_get(sp, c, "tile"), a2 = (m + 2) * (m + 2), TH = (OH + m - 1) / m, TW = (OW + m - 1) / m;
+    int64_t m = cfg_get(sp, c, K_TILE), a2 = (m + 2) * (m + 2), TH = (OH + m - 1) / m, TW = (OW + m - 1) / m;
     f[4] = (float)m;
     f[10] = (float)(ib * ob * 4) / 49152.0f;
     f[11] = (float)(a2 * w->C * cols * 4) / 1048576.0f;
     f[12] = (float)(a2 * w->C * ob * 4) / 1048576.0f;
     f[13] = lg((double)a2 / (double)(m * m) / 9.0);
-    int64_t split = cfg_get(sp, c, "oc_split");
+    int64_t split = cfg_get(sp, c, K_OC_SPLIT);
     f[7] = (float)par + 2.0f * lg((double)split);
     f[15] = lg((double)(w->N * ((TH * TW + cols - 1) / cols) * (par ? w->K / ob : split)) / 2.0);
     f[16] = (float)(TH * m * TW * m - OH * OW) / (float)(OH * OW);

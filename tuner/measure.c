@@ -20,13 +20,13 @@ temper_status task_function(const tune_task *t, const sched_config *cfg, temper_
   const conv_workload *w = &t->w;
   const task_space *sp = &t->space;
   int ib, ob, ki;
-  if (cfg->tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(sp, cfg, "c_bn"), ki = 1;
-  else ib = ki = (int)cfg_get(sp, cfg, "ic_bn"), ob = (int)cfg_get(sp, cfg, "oc_bn");
+  if (cfg->tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(sp, cfg, K_C_BN), ki = 1;
+  else ib = ki = (int)cfg_get(sp, cfg, K_IC_BN), ob = (int)cfg_get(sp, cfg, K_OC_BN);
   temper_graph *g = ir_graph_new("task");
   if (!g) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
   shape_t xs = {5, {w->N, w->C / ib, w->H, w->W, ib}};
   shape_t ws = {6, {w->K / ob, w->C / w->G / ki, w->R, w->S, ki, ob}};
-  int64_t tile = cfg->tmpl == TMPL_WINOGRAD ? cfg_get(sp, cfg, "tile") : 0;
+  int64_t tile = cfg->tmpl == TMPL_WINOGRAD ? cfg_get(sp, cfg, K_TILE) : 0;
   if (tile) ws = (shape_t){5, {w->K / ob, tile + 2, tile + 2, w->C, ob}};   /* transformed: OHWI<ob>o */
   node *x = ir_var(g, "p0", &xs), *k = ir_var(g, "p1", &ws);
   node *args[2] = {x, k};

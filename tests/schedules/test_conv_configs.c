@@ -144,7 +144,7 @@ static void run_case(const shape_case *sc, uint64_t seed) {
       if (fabs(ref0[i]) > scale) scale = fabs(ref0[i]);
     }
     /* Winograd's error grows with the tile: its documented bound (compiler/winograd.c) */
-    int tile = cfg.tmpl == TMPL_WINOGRAD ? (int)cfg_get(&sp, &cfg, "tile") : 0;
+    int tile = cfg.tmpl == TMPL_WINOGRAD ? (int)cfg_get(&sp, &cfg, K_TILE) : 0;
     double limit = tile ? winograd_tolerance(tile) : 1e-4;
     if (tile) {
       if (err / scale > wino_worst[tile / 2 - 1]) wino_worst[tile / 2 - 1] = err / scale;
@@ -240,7 +240,7 @@ static void test_appended_knob_keeps_records(void **state) {
   char err[512];
   const char *before = "{\"template\":\"conv2d_winograd\",\"tile\":2,\"ic_bn\":8,\"oc_bn\":32,\"t_bn\":14,\"par\":0,\"stage\":1,\"unroll_c\":false}";
   assert_int_equal(config_parse(&sp, before, &old, err, sizeof err), 0);
-  assert_int_equal(cfg_get(&sp, &old, "oc_split"), 1);
+  assert_int_equal(cfg_get(&sp, &old, K_OC_SPLIT), 1);
   /* its index is what it was when oc_split did not exist: the radix of the
    * first seven knobs, oc_split's place contributing 0 */
   int64_t idx = 0, radix = 1;
@@ -295,7 +295,7 @@ static void test_winograd_oc_split_matches_reference(void **state) {
       pipeline_opts o = {.vec = engine->target.vec, .choose = choose_fixed, .ctx = &fx};
       check_against_reference_with("def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(64, 64, 3, 3), float32]) {\n"
                                    "  nn.conv2d(%x, %w, padding=[1, 1, 1, 1])\n}\n",
-                                   threads, &o, winograd_tolerance((int)cfg_get(&sp, &fx.cfg, "tile")));
+                                   threads, &o, winograd_tolerance((int)cfg_get(&sp, &fx.cfg, K_TILE)));
     }
 }
 
@@ -370,7 +370,7 @@ static void test_reads_producer_blocks(void **state) {
              "  %%0 = nn.conv2d(%%x, %%w1);\n  %%1 = nn.relu(%%0);\n  nn.conv2d(%%1, %%w2%s)\n}\n",
              cases[i].k3 ? 3 : 1, cases[i].k3 ? 3 : 1, cases[i].k3 ? ", padding=[1, 1, 1, 1]" : "");
     assert_int_equal(count_transforms(text, &o), cases[i].transforms);
-    double tol = fx.b.cfg.tmpl == TMPL_WINOGRAD ? winograd_tolerance((int)cfg_get(&sb, &fx.b.cfg, "tile")) : 1e-4;
+    double tol = fx.b.cfg.tmpl == TMPL_WINOGRAD ? winograd_tolerance((int)cfg_get(&sb, &fx.b.cfg, K_TILE)) : 1e-4;
     for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, tol);
   }
 }

@@ -13,19 +13,19 @@
 static double landscape(const task_space *sp, const sched_config *c) {
   if (c->tmpl == TMPL_WINOGRAD) {
     double cost = 0.8e-3;
-    cost *= 1 + fabs(log2((double)cfg_get(sp, c, "oc_bn") / 32));
-    cost *= 1 + 0.2 * fabs((double)cfg_get(sp, c, "t_bn") - 8);
-    cost *= cfg_get(sp, c, "tile") == 4 ? 1.0 : 1.3;
-    cost *= cfg_get(sp, c, "par") ? 1.1 : 1.0;
+    cost *= 1 + fabs(log2((double)cfg_get(sp, c, K_OC_BN) / 32));
+    cost *= 1 + 0.2 * fabs((double)cfg_get(sp, c, K_T_BN) - 8);
+    cost *= cfg_get(sp, c, K_TILE) == 4 ? 1.0 : 1.3;
+    cost *= cfg_get(sp, c, K_PAR) ? 1.1 : 1.0;
     return cost;
   }
   if (c->tmpl != TMPL_NCHWC) return 2e-3;
   double cost = 1e-3;
-  cost *= 1 + fabs(log2((double)cfg_get(sp, c, "ic_bn") / 16));
-  cost *= 1 + fabs(log2((double)cfg_get(sp, c, "oc_bn") / 32));
-  cost *= 1 + 0.3 * fabs((double)cfg_get(sp, c, "ow_bn") - 7);
-  cost *= 1 + 0.5 * fabs((double)cfg_get(sp, c, "oh_bn") - 2);
-  cost *= cfg_get(sp, c, "order") ? 1.1 : 1.0;
+  cost *= 1 + fabs(log2((double)cfg_get(sp, c, K_IC_BN) / 16));
+  cost *= 1 + fabs(log2((double)cfg_get(sp, c, K_OC_BN) / 32));
+  cost *= 1 + 0.3 * fabs((double)cfg_get(sp, c, K_OW_BN) - 7);
+  cost *= 1 + 0.5 * fabs((double)cfg_get(sp, c, K_OH_BN) - 2);
+  cost *= cfg_get(sp, c, K_ORDER) ? 1.1 : 1.0;
   return cost;
 }
 
