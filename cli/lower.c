@@ -104,7 +104,7 @@ int cmd_lower(int argc, char **argv) {
     char name[32];
     snprintf(name, sizeof name, "kernel_%d", i);
     lfunc *f = NULL;
-    if (sched_lower(c->callee, t.vec, name, &f, &d)) { fprintf(stderr, "temper: %s\n", d.msg); rc = 1; break; }
+    if (engine_lower_one(c->callee, t.vec, name, &f, &d)) { fprintf(stderr, "temper: %s\n", d.msg); rc = 1; break; }
     char *text = NULL;
     if (loops == 1) text = lf_print(f);
     else if (cg_print_llvm(&t, f, loops == 3, &text, &d)) { fprintf(stderr, "temper: %s\n", d.msg); rc = 1; }

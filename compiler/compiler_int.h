@@ -122,7 +122,13 @@ typedef struct attr_val {
   double f;
   char s[200];
 } attr_val;
-typedef struct attrs { attr_val v[ATTR_COUNT]; } attrs_t;
+struct sched_config;
+typedef struct attrs {
+  attr_val v[ATTR_COUNT];
+  const struct sched_config *config;   /* conv2d: its schedule config (schedules/space.h, opaque here), set
+                                          by the layout pass in the graph's arena; the schedule attribute
+                                          is its printed form, for people and the kernel cache key */
+} attrs_t;
 
 /* ---- ops: ORDER OP (id, name, pattern, min args, max args, attrs) ---- */
 #define CONV_ATTRS (A(STRIDES) | A(PADDING) | A(DILATION) | A(GROUPS) | A(CHANNELS) | \

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "aot.h"
+#include "engine.h"
 #include "schedules.h"
 
 extern const char temper_runtime_pool_c[], temper_runtime_h[];
@@ -163,7 +164,7 @@ static temper_status make_plan(const cg_target *t, temper_graph *g, plan *p, dia
         k = p->n_kernels;
         char name[96];
         engine_kernel_name(v->callee, engine_hash(text), name, sizeof name);
-        st = sched_lower(v->callee, t->vec, name, &p->kernels[k], d);
+        st = engine_lower_one(v->callee, t->vec, name, &p->kernels[k], d);
         if (st) { free(text); break; }
         p->keys[p->n_kernels++] = text;
       }

@@ -90,6 +90,27 @@ void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n) {
   arena_free(&s);
 }
 
+temper_status engine_lower_one(const node *fn, int vec, const char *name, lfunc **out, diag *d) {
+  prim p;
+  temper_status s = sched_prepare(fn, &p, d);
+  if (s) return s;
+  const node *m = p.master;
+  const sched_config *cfg = m && op_is_conv(m->op) ? m->attrs->config : NULL;
+  sched_config parsed;
+  if (m && op_is_conv(m->op) && !cfg && m->attrs->v[ATTR_SCHEDULE].s[0]) {
+    /* a fused program written by hand: its schedule text enters here */
+    conv_workload w;
+    task_space sp;
+    char err[512];
+    if (workload_of(m, &w)) return diag_error(d, m->loc, "%s: not a conv2d workload", ir_op_name(m));
+    space_build(&w, vec, &sp);
+    if (config_parse(&sp, m->attrs->v[ATTR_SCHEDULE].s, &parsed, err, sizeof err))
+      return diag_error(d, m->loc, "%s schedule \"%s\": %s", ir_op_name(m), m->attrs->v[ATTR_SCHEDULE].s, err);
+    cfg = &parsed;
+  }
+  return sched_lower(fn, vec, cfg, name, out, d);
+}
+
 /* collects the primitive functions called (transitively) by fn, in order */
 static temper_status collect(const node *fn, const node ***prims, int *n, int *cap, diag *d) {
   if (fn->primitive) {
@@ -155,7 +176,7 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     engine_kernel_name(prims[i], k->hash, k->name, sizeof k->name);
     prim p;
     if (!sched_prepare(prims[i], &p, d)) k->flops = engine_flops(p.master);
-    s = d->status ? d->status : sched_lower(prims[i], e->target.vec, k->name, &todo[n_todo], d);
+    s = d->status ? d->status : engine_lower_one(prims[i], e->target.vec, k->name, &todo[n_todo], d);
     if (s) { free(k->key); free(k); break; }
     k->loops = lf_print(todo[n_todo]);
     fresh[n_todo++] = k;

@@ -29,6 +29,10 @@ void engine_destroy(temper_engine *e);
  * kernels of the primitive functions it calls, in call order (repeats share
  * one cached kernel). *out is malloc'd; the kernels belong to the engine. */
 temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int *n_out, diag *d);
+/* engine_lower_one: one primitive function → its loop IR (no codegen): a
+ * conv2d by its config — the one the layout pass attached, or, in a fused
+ * program written by hand, its schedule attribute parsed here */
+temper_status engine_lower_one(const node *fn, int vec, const char *name, lfunc **out, diag *d);
 double engine_flops(const node *master);
 /* engine_tolerance: needs a fused graph; the normwise relative error its
  * kernels may show against the reference interpreter: 1e-4, or more where

@@ -100,29 +100,41 @@ static node *reshape_blocked(temper_graph *g, node *v, int64_t C, int b) {
  * NCHW<ib>c — or in the producer's blocks, read as they are —,
  * layout_transform(winograd_weight_transform(w), HWIO → OHWI<ob>o)),
  * the weight side folding to one constant */
-static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, const task_space *sp, const sched_config *cfg) {
-  int ib = (int)cfg_get(sp, cfg, K_IC_BN), ob = (int)cfg_get(sp, cfg, K_OC_BN);
-  int xblk = config_reads_block(sp, cfg, get_blk(a, args[0])) ? get_blk(a, args[0]) : ib;
-  node *x = to_block(g, a, args[0], xblk);
+static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, const task_space *sp, const sched_config *cfg,
+                            const conv_layouts *l) {
+  node *x = to_block(g, a, args[0], (int)l->in_blk);
   node *u = ir_call(g, OP_WINOGRAD_WEIGHT, 1, &args[1], NULL);
   if (!x || !u) return NULL;
-  u->attrs->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, K_TILE);
+  u->attrs->v[ATTR_TILE_SIZE].i[0] = l->tile;
   node *ut = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &u, NULL);
   if (!ut) return NULL;
   strcpy(ut->attrs->v[ATTR_SRC_LAYOUT].s, "HWIO");
-  snprintf(ut->attrs->v[ATTR_DST_LAYOUT].s, sizeof ut->attrs->v[0].s, "OHWI%do", ob);
+  snprintf(ut->attrs->v[ATTR_DST_LAYOUT].s, sizeof ut->attrs->v[0].s, "OHWI%lldo", (long long)l->ob);
   node *nargs[2] = {x, ut};
   node *c = ir_call(g, OP_CONV2D_WINOGRAD, 2, nargs, n->attrs);
   if (!c) return NULL;
   c->loc = n->loc;
-  attrs_t *at = c->attrs;
-  at->v[ATTR_TILE_SIZE].i[0] = cfg_get(sp, cfg, K_TILE);
-  layout_name(at->v[ATTR_DATA_LAYOUT].s, sizeof at->v[0].s, "NCHW", xblk, 'c');
-  snprintf(at->v[ATTR_KERNEL_LAYOUT].s, sizeof at->v[0].s, "OHWI%do", ob);
-  layout_name(at->v[ATTR_OUT_LAYOUT].s, sizeof at->v[0].s, "NCHW", ob, 'c');
-  at->v[ATTR_CHANNELS].i[0] = sp->w.K;
-  config_short(sp, cfg, at->v[ATTR_SCHEDULE].s, sizeof at->v[0].s);
-  return set_blk(a, c, ob) ? NULL : c;
+  config_set_attrs(sp, cfg, l, c->attrs);
+  return set_blk(a, c, (int)l->out_blk) ? NULL : c;
+}
+
+/* the config of a conv2d: the chooser's, or the template default */
+static int choose_config(alter *a, node *n, node **args, const task_space *sp, sched_config *cfg) {
+  int chosen = 0;
+  if (a->o->choose) {
+    char key[256], err[512] = "";
+    workload_key(&sp->w, key, sizeof key);
+    conv_site site = {get_blk(a, args[0]), shape_numel(&args[0]->ty.shape)};
+    chosen = a->o->choose(a->o->ctx, key, sp, &site, cfg, err, sizeof err);
+    if (chosen < 0) {
+      diag_error(a->d, n->loc, "nn.conv2d %s: %s", key, err);
+      return -1;
+    }
+  }
+  if (!chosen) config_default(sp, cfg);
+  /* the Winograd weight transform is made at compile time: constant weights only */
+  if (cfg->tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default_direct(sp, cfg, 0);
+  return 0;
 }
 
 static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
@@ -130,45 +142,26 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   workload_of(n, &w);
   task_space sp;
   space_build(&w, a->o->vec, &sp);
-  sched_config cfg;
-  int chosen = 0;
-  if (a->o->choose) {
-    char key[256], err[512] = "";
-    workload_key(&w, key, sizeof key);
-    conv_site site = {get_blk(a, args[0]), shape_numel(&args[0]->ty.shape)};
-    chosen = a->o->choose(a->o->ctx, key, &sp, &site, &cfg, err, sizeof err);
-    if (chosen < 0) {
-      diag_error(a->d, n->loc, "nn.conv2d %s: %s", key, err);
-      return NULL;
-    }
-  }
-  if (!chosen) config_default(&sp, &cfg);
-  /* the Winograd weight transform is made at compile time: constant weights only */
-  if (cfg.tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default_direct(&sp, &cfg, 0);
-  if (cfg.tmpl == TMPL_WINOGRAD) return alter_winograd(g, a, n, args, &sp, &cfg);
-  int ib, ob, ki;
-  if (cfg.tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(&sp, &cfg, K_C_BN), ki = 1;
-  else ib = ki = (int)cfg_get(&sp, &cfg, K_IC_BN), ob = (int)cfg_get(&sp, &cfg, K_OC_BN);
-  /* a direct or 1x1 conv reads NCHW, NCHW<ib>c and (one group) blocks that
-   * ib divides as they are: no transform for such a producer */
+  sched_config *cfg = arena_alloc(&g->a, sizeof *cfg);   /* the node keeps it (attrs->config) */
+  if (!cfg) return NULL;
+  if (choose_config(a, n, args, &sp, cfg)) return NULL;
+  /* the producer's blocks are read as they are where the template can
+   * (config_reads_block); the test hook block_inputs refuses NCHW */
   int pb = get_blk(a, args[0]);
-  int xblk = config_reads_block(&sp, &cfg, pb) && !(pb == 0 && a->o->block_inputs) ? pb : ib;
-  node *x = to_block(g, a, args[0], xblk);
+  conv_layouts l;
+  config_layouts(&sp, cfg, pb == 0 && a->o->block_inputs ? -1 : pb, &l);
+  if (cfg->tmpl == TMPL_WINOGRAD) return alter_winograd(g, a, n, args, &sp, cfg, &l);
+  node *x = to_block(g, a, args[0], (int)l.in_blk);
   node *wt = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &args[1], NULL);
   if (!x || !wt) return NULL;
   strcpy(wt->attrs->v[ATTR_SRC_LAYOUT].s, "OIHW");
-  snprintf(wt->attrs->v[ATTR_DST_LAYOUT].s, sizeof wt->attrs->v[0].s, "OIHW%di%do", ki, ob);
+  snprintf(wt->attrs->v[ATTR_DST_LAYOUT].s, sizeof wt->attrs->v[0].s, "OIHW%lldi%lldo", (long long)l.ki, (long long)l.ob);
   node *nargs[2] = {x, wt};
   node *c = ir_call(g, OP_CONV2D, 2, nargs, n->attrs);
   if (!c) return NULL;
   c->loc = n->loc;
-  attrs_t *at = c->attrs;
-  layout_name(at->v[ATTR_DATA_LAYOUT].s, sizeof at->v[0].s, "NCHW", xblk, 'c');
-  snprintf(at->v[ATTR_KERNEL_LAYOUT].s, sizeof at->v[0].s, "OIHW%di%do", ki, ob);
-  layout_name(at->v[ATTR_OUT_LAYOUT].s, sizeof at->v[0].s, "NCHW", ob, 'c');
-  at->v[ATTR_CHANNELS].i[0] = w.K;
-  config_short(&sp, &cfg, at->v[ATTR_SCHEDULE].s, sizeof at->v[0].s);
-  return set_blk(a, c, ob) ? NULL : c;
+  config_set_attrs(&sp, cfg, &l, c->attrs);
+  return set_blk(a, c, (int)l.out_blk) ? NULL : c;
 }
 
 static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag *d) {

@@ -12,9 +12,9 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   const attrs_t *a = m->attrs;
   if (workload_of(m, &c->w)) return diag_fail(d, TEMPER_EINTERNAL, "conv2d: not a conv2d");
   space_build(&c->w, vec, &c->space);
-  char err[256];
-  if (config_parse(&c->space, a->v[ATTR_SCHEDULE].s, &c->cfg, err, sizeof err))
-    return diag_fail(d, TEMPER_EINVAL, "conv2d schedule \"%s\": %s", a->v[ATTR_SCHEDULE].s, err);
+  if (!p->cfg || !space_valid(&c->space, p->cfg))
+    return diag_fail(d, TEMPER_EINTERNAL, "conv2d %s: %s", a->v[ATTR_SCHEDULE].s, p->cfg ? "the config is not a valid point of its space" : "no config");
+  c->cfg = *p->cfg;
   c->OH = workload_out(&c->w, 2);
   c->OW = workload_out(&c->w, 3);
   c->Cg = c->w.C / c->w.G;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "schedules.h"
+#include "space.h"
 
 void sched_strides(const shape_t *s, int64_t *st) {
   int64_t acc = 1;
@@ -232,15 +233,27 @@ temper_status sched_prepare(const node *fn, prim *p, diag *d) {
   return s;
 }
 
-temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out, diag *d) {
-  return sched_lower_as(fn, vec, name, SCHED_BEST, out, d);
+const conv_template_fn conv_templates[TMPL_COUNT] = {
+    [TMPL_NCHWC] = sched_conv2d_nchwc,
+    [TMPL_1X1] = sched_conv2d_1x1,
+    [TMPL_DEPTHWISE] = sched_conv2d_depthwise,
+    [TMPL_WINOGRAD] = sched_conv2d_winograd,
+};
+
+temper_status sched_lower(const node *fn, int vec, const sched_config *cfg, const char *name, lfunc **out, diag *d) {
+  return sched_lower_as(fn, vec, cfg, name, SCHED_BEST, out, d);
 }
 
-temper_status sched_lower_as(const node *fn, int vec, const char *name, sched_pick pick, lfunc **out, diag *d) {
+temper_status sched_lower_as(const node *fn, int vec, const sched_config *cfg, const char *name, sched_pick pick, lfunc **out,
+                             diag *d) {
   *out = NULL;
   prim p;
   temper_status s = sched_prepare(fn, &p, d);
   if (s) return s;
+  const node *m = p.master;
+  if (cfg && (!m || !op_is_conv(m->op) || cfg->tmpl < 0 || cfg->tmpl >= TMPL_COUNT))
+    return diag_fail(d, TEMPER_EINTERNAL, "a conv2d schedule config for a function whose master is %s", m ? ir_op_name(m) : "none");
+  p.cfg = cfg;
   p.f = lf_new(name, vec);
   if (!p.f) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
   char bname[32];
@@ -249,12 +262,7 @@ temper_status sched_lower_as(const node *fn, int vec, const char *name, sched_pi
     lf_buf(p.f, bname, shape_numel(&fn->params[i]->ty.shape));
   }
   p.out_buf = lf_buf(p.f, "out", shape_numel(&fn->body->ty.shape));
-  const node *m = p.master;
-  const char *sched = m && op_is_conv(m->op) ? m->attrs->v[ATTR_SCHEDULE].s : "";
-  if (!strncmp(sched, "conv2d_nchwc:", 13)) s = sched_conv2d_nchwc(&p, vec, d);
-  else if (!strncmp(sched, "conv2d_1x1:", 11)) s = sched_conv2d_1x1(&p, vec, d);
-  else if (!strncmp(sched, "conv2d_depthwise:", 17)) s = sched_conv2d_depthwise(&p, vec, d);
-  else if (!strncmp(sched, "conv2d_winograd:", 16)) s = sched_conv2d_winograd(&p, vec, d);
+  if (cfg) s = conv_templates[cfg->tmpl](&p, vec, d);
   else if (m && m->op == OP_CONV2D_WINOGRAD) s = diag_error(d, m->loc, "%s needs a conv2d_winograd schedule", ir_op_name(m));
   else if (m && m->op == OP_DENSE) s = sched_dense(&p, vec, d);
   else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);

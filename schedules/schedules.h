@@ -11,23 +11,28 @@
 #include "loopir.h"
 
 /* A primitive function being lowered. */
+struct sched_config;
 typedef struct prim {
   const node *fn;       /* the N_FUNC, Primitive=1 */
   const node *master;   /* its one complex or opaque op, or NULL */
+  const struct sched_config *cfg;   /* a conv2d master's config, or NULL */
   lfunc *f;
   int out_buf;          /* buffer id of the output */
 } prim;
 
 /* Finds the master op; refuses two complex ops naming both. */
 temper_status sched_prepare(const node *fn, prim *p, diag *d);
-/* Lowers with the schedule its master op's attribute names (a conv2d's
- * config), or the op's own schedule for the target's vector width. */
-temper_status sched_lower(const node *fn, int vec, const char *name, lfunc **out, diag *d);
+/* Lowers a primitive function for the target's vector width: a conv2d
+ * master by the template of its config cfg (conv_templates below), any
+ * other by its op's schedule. cfg is NULL for a function without a conv2d,
+ * or for a conv2d the generic schedule runs. */
+temper_status sched_lower(const node *fn, int vec, const struct sched_config *cfg, const char *name, lfunc **out, diag *d);
 /* The same, but SCHED_GENERIC lowers a function without a master op by the
  * generic per-element schedule even where a specialised one applies (the
  * layout copy), so tests can hold the two against each other. */
 typedef enum sched_pick { SCHED_BEST, SCHED_GENERIC } sched_pick;
-temper_status sched_lower_as(const node *fn, int vec, const char *name, sched_pick pick, lfunc **out, diag *d);
+temper_status sched_lower_as(const node *fn, int vec, const struct sched_config *cfg, const char *name, sched_pick pick,
+                             lfunc **out, diag *d);
 
 /* ---- epilogue.c: an op of the function evaluated at one output point ---- */
 typedef struct epi {
@@ -50,6 +55,9 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d);
 temper_status sched_conv2d_1x1(prim *p, int vec, diag *d);
 temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d);
 temper_status sched_conv2d_winograd(prim *p, int vec, diag *d);
+/* the conv2d templates by id (ORDER TMPL of space.h) */
+typedef temper_status (*conv_template_fn)(prim *p, int vec, diag *d);
+extern const conv_template_fn conv_templates[];
 /* a function that is one layout_transform between NCHW / NCHW<b>c of a parameter */
 int sched_is_layout_copy(const node *fn);
 temper_status sched_layout_copy(prim *p, int vec, diag *d);

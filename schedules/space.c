@@ -41,6 +41,32 @@ int config_reads_block(const task_space *s, const sched_config *c, int64_t blk) 
   return blk == 0 || (blk % ib == 0 && (blk == ib || s->w.G == 1));
 }
 
+void config_layouts(const task_space *s, const sched_config *c, int64_t producer_blk, conv_layouts *out) {
+  int depthwise = c->tmpl == TMPL_DEPTHWISE;
+  int64_t ib = cfg_get(s, c, depthwise ? K_C_BN : K_IC_BN);
+  out->ob = out->out_blk = cfg_get(s, c, depthwise ? K_C_BN : K_OC_BN);
+  out->ki = depthwise ? 1 : ib;
+  out->tile = c->tmpl == TMPL_WINOGRAD ? cfg_get(s, c, K_TILE) : 0;
+  out->in_blk = producer_blk >= 0 && config_reads_block(s, c, producer_blk) ? producer_blk : ib;
+}
+
+static void blocked(char *buf, size_t n, const char *base, int64_t b, char sub) {
+  if (b) snprintf(buf, n, "%s%lld%c", base, (long long)b, sub);
+  else snprintf(buf, n, "%s", base);
+}
+
+void config_set_attrs(const task_space *s, const sched_config *c, const conv_layouts *l, attrs_t *a) {
+  size_t n = sizeof a->v[0].s;
+  blocked(a->v[ATTR_DATA_LAYOUT].s, n, "NCHW", l->in_blk, 'c');
+  if (l->tile) snprintf(a->v[ATTR_KERNEL_LAYOUT].s, n, "OHWI%lldo", (long long)l->ob);
+  else snprintf(a->v[ATTR_KERNEL_LAYOUT].s, n, "OIHW%lldi%lldo", (long long)l->ki, (long long)l->ob);
+  blocked(a->v[ATTR_OUT_LAYOUT].s, n, "NCHW", l->out_blk, 'c');
+  a->v[ATTR_TILE_SIZE].i[0] = l->tile;
+  a->v[ATTR_CHANNELS].i[0] = s->w.K;
+  config_short(s, c, a->v[ATTR_SCHEDULE].s, n);
+  a->config = c;
+}
+
 int config_splits_rows(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
   case TMPL_NCHWC: return conv_split_rows(&s->w);

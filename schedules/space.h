@@ -121,6 +121,22 @@ int config_splits_rows(const task_space *s, const struct sched_config *c);
  * ic_bn divides (it reads a part of each block); for Winograd, any block
  * that divides ic_bn or that ic_bn divides */
 int config_reads_block(const task_space *s, const struct sched_config *c, int64_t blk);
+/* The layouts a conv2d takes with config c — one function for the layout
+ * pass, the tuner's measured kernel and the build's chooser, so what is
+ * measured is what is built. producer_blk: the channel block its input is
+ * stored in (0: NCHW), read as it is where the template can
+ * (config_reads_block); -1: the config's own block (as the tuner measures). */
+typedef struct conv_layouts {
+  int64_t in_blk;           /* input NCHW<in_blk>c, 0: NCHW */
+  int64_t ki, ob;           /* weights OIHW<ki>i<ob>o (Winograd: OHWI<ob>o) */
+  int64_t out_blk;          /* output NCHW<out_blk>c */
+  int64_t tile;             /* Winograd's m, 0 for the direct templates */
+} conv_layouts;
+void config_layouts(const task_space *s, const sched_config *c, int64_t producer_blk, conv_layouts *out);
+/* the layouts into a conv2d's attributes (data, kernel and out layout, tile
+ * size) and the config itself (attrs->config = c, so c must live as long
+ * as the graph: its arena); the schedule attribute is c's printed form */
+void config_set_attrs(const task_space *s, const sched_config *c, const conv_layouts *l, attrs_t *a);
 int winograd_applies(const conv_workload *w);
 int64_t winograd_tiles(const conv_workload *w, int64_t m);
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);

@@ -15,37 +15,34 @@
 
 enum { MAGIC = 0x544d5052, PROTOCOL = 2, COLD_BYTES = 96 << 20, MAX_COPIES = 256 };
 
+/* the kernel the tuner measures: the conv2d alone, input in its own
+ * blocks, weights packed, as the layout pass would lay it out
+ * (config_layouts), in a graph of its own that keeps a copy of cfg */
 temper_status task_function(const tune_task *t, const sched_config *cfg, temper_graph **out, node **fn, diag *d) {
   *out = NULL;
   const conv_workload *w = &t->w;
   const task_space *sp = &t->space;
-  int ib, ob, ki;
-  if (cfg->tmpl == TMPL_DEPTHWISE) ib = ob = (int)cfg_get(sp, cfg, K_C_BN), ki = 1;
-  else ib = ki = (int)cfg_get(sp, cfg, K_IC_BN), ob = (int)cfg_get(sp, cfg, K_OC_BN);
+  conv_layouts l;
+  config_layouts(sp, cfg, -1, &l);
   temper_graph *g = ir_graph_new("task");
   if (!g) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
-  shape_t xs = {5, {w->N, w->C / ib, w->H, w->W, ib}};
-  shape_t ws = {6, {w->K / ob, w->C / w->G / ki, w->R, w->S, ki, ob}};
-  int64_t tile = cfg->tmpl == TMPL_WINOGRAD ? cfg_get(sp, cfg, K_TILE) : 0;
-  if (tile) ws = (shape_t){5, {w->K / ob, tile + 2, tile + 2, w->C, ob}};   /* transformed: OHWI<ob>o */
+  shape_t xs = {5, {w->N, w->C / l.in_blk, w->H, w->W, l.in_blk}};
+  shape_t ws = {6, {w->K / l.ob, w->C / w->G / l.ki, w->R, w->S, l.ki, l.ob}};
+  if (l.tile) ws = (shape_t){5, {w->K / l.ob, l.tile + 2, l.tile + 2, w->C, l.ob}};   /* transformed: OHWI<ob>o */
   node *x = ir_var(g, "p0", &xs), *k = ir_var(g, "p1", &ws);
   node *args[2] = {x, k};
-  node *c = x && k ? ir_call(g, tile ? OP_CONV2D_WINOGRAD : OP_CONV2D, 2, args, NULL) : NULL;
+  node *c = x && k ? ir_call(g, l.tile ? OP_CONV2D_WINOGRAD : OP_CONV2D, 2, args, NULL) : NULL;
   node *f = c ? ir_new(g, N_FUNC, (loc_t){0, 0}) : NULL;
   node **params = f ? arena_alloc(&g->a, sizeof(node *) * 2) : NULL;
-  if (!params) { temper_graph_destroy(g); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
+  sched_config *kept = params ? arena_alloc(&g->a, sizeof *kept) : NULL;
+  if (!kept) { temper_graph_destroy(g); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
+  *kept = *cfg;
   attrs_t *a = c->attrs;
   a->v[ATTR_STRIDES].i[0] = w->sh, a->v[ATTR_STRIDES].i[1] = w->sw;
   a->v[ATTR_PADDING].i[0] = w->pt, a->v[ATTR_PADDING].i[1] = w->pl, a->v[ATTR_PADDING].i[2] = w->pb, a->v[ATTR_PADDING].i[3] = w->pr;
   a->v[ATTR_DILATION].i[0] = w->dh, a->v[ATTR_DILATION].i[1] = w->dw;
   a->v[ATTR_GROUPS].i[0] = w->G;
-  a->v[ATTR_CHANNELS].i[0] = w->K;
-  snprintf(a->v[ATTR_DATA_LAYOUT].s, sizeof a->v[0].s, "NCHW%dc", ib);
-  snprintf(a->v[ATTR_KERNEL_LAYOUT].s, sizeof a->v[0].s, "OIHW%di%do", ki, ob);
-  if (tile) snprintf(a->v[ATTR_KERNEL_LAYOUT].s, sizeof a->v[0].s, "OHWI%do", ob);
-  a->v[ATTR_TILE_SIZE].i[0] = tile;
-  snprintf(a->v[ATTR_OUT_LAYOUT].s, sizeof a->v[0].s, "NCHW%dc", ob);
-  config_short(sp, cfg, a->v[ATTR_SCHEDULE].s, sizeof a->v[0].s);
+  config_set_attrs(sp, kept, &l, a);
   params[0] = x;
   params[1] = k;
   f->params = params;
@@ -71,7 +68,7 @@ temper_status build_object(cg_compiler *cc, int vec, const tune_task *t, const s
   node *fn = NULL;
   temper_status s = task_function(t, cfg, &g, &fn, d);
   lfunc *f = NULL;
-  if (!s) s = sched_lower(fn, vec, name, &f, d);
+  if (!s) s = sched_lower(fn, vec, cfg, name, &f, d);
   if (!s) s = cg_compile_object(cc, &f, 1, &out->data, &out->size, d);
   lf_free(f);
   temper_graph_destroy(g);

@@ -242,7 +242,7 @@ static void test_layout_transforms(void **state) {
     node *fn = g->main->body->callee;
     assert_int_equal(sched_is_layout_copy(fn), i < 2);
     lfunc *f = NULL;
-    assert_int_equal(sched_lower(fn, 16, "k", &f, &d), TEMPER_OK);
+    assert_int_equal(engine_lower_one(fn, 16, "k", &f, &d), TEMPER_OK);
     char *loops = lf_print(f);
     assert_true((strstr(loops, "parallel for n_h_cb") != NULL) == (i < 2));
     free(loops);
@@ -273,7 +273,7 @@ static void test_loops_print(void **state) {
   assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
   node *fn = g->main->body->callee;
   lfunc *f = NULL;
-  assert_int_equal(sched_lower(fn, 16, "k", &f, &d), TEMPER_OK);
+  assert_int_equal(engine_lower_one(fn, 16, "k", &f, &d), TEMPER_OK);
   char *text = lf_print(f);
   assert_non_null(strstr(text, "parallel for n_oht_kb"));   /* the input outweighs the weights: rows outer */
   assert_non_null(strstr(text, "fma("));
@@ -301,7 +301,7 @@ static void test_parallel_split(void **state) {
     diag d = {0};
     assert_int_equal(pipeline_optimize_with(g, &(pipeline_opts){.vec = 16, .block_inputs = 1}, &d), TEMPER_OK);
     lfunc *f = NULL;
-    assert_int_equal(sched_lower(g->main->body->callee, 16, "k", &f, &d), TEMPER_OK);
+    assert_int_equal(engine_lower_one(g->main->body->callee, 16, "k", &f, &d), TEMPER_OK);
     char *text = lf_print(f);
     int found = strstr(text, cases[i].loop) != NULL;
     int prefetch = strstr(text, "prefetch p0[") != NULL && strstr(text, " first first") != NULL && strstr(text, cases[i].prefetch);
