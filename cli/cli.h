@@ -17,7 +17,6 @@ int cli_compile(program *p, temper_engine *e, const pipeline_opts *po, int threa
 struct conv_site;
 int cli_config_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n);
 json_t *cli_load_config_file(const char *path);   /* prints the error; NULL on failure */
-double cli_now(void);
 
 /* prints the chooser's report: the schedule of every workload, the
  * fallbacks with their share of the FLOPs; returns the workloads that fell back */

@@ -6,12 +6,6 @@
 #include <time.h>
 #include "cli.h"
 
-double cli_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int cli_data_flag(program_opts *o, int argc, char **argv, int *i) {
   const char *a = argv[*i], *v = *i + 1 < argc ? argv[*i + 1] : NULL;
   if (!v || (strcmp(a, "--params") && strcmp(a, "--seed") && strcmp(a, "--input"))) return 0;

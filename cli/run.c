@@ -95,9 +95,9 @@ static void profile(exec *x, int repeat) {
   if (!kt || !alone) { free(kt), free(alone); return; }
   for (int r = 0; r < repeat; r++)
     for (int i = 0; i < x->n_steps; i++) {
-      double s0 = cli_now();
+      double s0 = data_now();
       exec_run_step(x, i);
-      kt[(size_t)i * (size_t)repeat + (size_t)r] = cli_now() - s0;
+      kt[(size_t)i * (size_t)repeat + (size_t)r] = data_now() - s0;
     }
   printf("  %3s %-60s %11s %11s %s\n", "#", "kernel", "in sequence", "alone", "GFLOP/s in sequence");
   for (int i = 0; i < x->n_steps; i++) {
@@ -105,9 +105,9 @@ static void profile(exec *x, int repeat) {
     double *ks = kt + (size_t)i * (size_t)repeat;
     qsort(ks, (size_t)repeat, sizeof(double), cmp_double);
     for (int r = 0; r < repeat; r++) {
-      double s0 = cli_now();
+      double s0 = data_now();
       st->k->fn(st->argv, x->pool);
-      alone[r] = cli_now() - s0;
+      alone[r] = data_now() - s0;
     }
     qsort(alone, (size_t)repeat, sizeof(double), cmp_double);
     double m = ks[repeat / 2], a = alone[repeat / 2];
@@ -126,9 +126,9 @@ static int time_and_print(const run_opts *o, exec *x) {
   if (!times) return 1;
   exec_run(x);
   for (int r = 0; r < o->repeat; r++) {
-    double s0 = cli_now();
+    double s0 = data_now();
     exec_run(x);
-    times[r] = cli_now() - s0;
+    times[r] = data_now() - s0;
   }
   qsort(times, (size_t)o->repeat, sizeof(double), cmp_double);
   double med = times[o->repeat / 2], mn = times[0], mx = times[o->repeat - 1];
@@ -175,10 +175,10 @@ static int run_model(const run_opts *o) {
   if (cli_load(o->model, &o->data, &p)) goto out;
   if (o->check && program_reference(&p, &d)) { fprintf(stderr, "temper: reference: %s\n", d.msg); goto out; }
   if (engine_create(&e, &d)) { fprintf(stderr, "temper: %s\n", d.msg); goto out; }
-  double t0 = cli_now();
+  double t0 = data_now();
   if (compile(o, e, &p)) goto out;
   printf("model: %s\ncompiled %d kernels (%d calls) for %s (%s, %d-float vectors) in %.2f s\n", o->model, e->n_compiled,
-         p.x->n_steps, e->target.cpu, e->target.triple, e->target.vec, cli_now() - t0);
+         p.x->n_steps, e->target.cpu, e->target.triple, e->target.vec, data_now() - t0);
   if (time_and_print(o, p.x)) goto out;
   if (o->profile) profile(p.x, o->repeat);
   rc = o->check ? check(&p) : 0;

@@ -141,9 +141,9 @@ int cli_run_library(const char *path, int threads, int repeat, const program_opt
   printf("model: %s (a built library, %d input%s, %d output%s)\n", path, ni, ni == 1 ? "" : "s", no, no == 1 ? "" : "s");
   if (a.run(m, (const float *const *)in, isz, out, osz)) { fprintf(stderr, "temper: %s: %s\n", path, a.error(m)); goto out; }
   for (int r = 0; r < repeat; r++) {
-    double t0 = cli_now();
+    double t0 = data_now();
     a.run(m, (const float *const *)in, isz, out, osz);
-    times[r] = cli_now() - t0;
+    times[r] = data_now() - t0;
   }
   qsort(times, (size_t)repeat, sizeof(double), cmp_double);
   for (int i = 0; i < no; i++) {

@@ -96,6 +96,7 @@ typedef struct cg {
   const lfunc *lf;
   char *slot_set;                 /* per slot of lf: assigned by an LS_SET */
   int n_outlined;
+  int oom;                        /* sticky: an allocation failed; the module is discarded */
   diag *d;
 } cg;
 
@@ -407,14 +408,18 @@ static void fn_attrs(cg *c, LLVMValueRef fn) {
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c->ctx, kind, 0));
 }
 
-/* allocas for every var and slot, at the top of the function */
-static void fn_allocas(cg *c, cgfn *F) {
+/* allocas for every var and slot, at the top of the function; -1 (and
+ * c->oom) out of memory */
+static int fn_allocas(cg *c, cgfn *F) {
   F->vars = calloc((size_t)c->lf->n_vars + 1, sizeof(LLVMValueRef));
   F->slots = calloc((size_t)c->lf->n_slots + 1, sizeof(LLVMValueRef));
   F->var_ver = calloc((size_t)c->lf->n_vars + 1, sizeof(unsigned));
   F->slot_ver = calloc((size_t)c->lf->n_slots + 1, sizeof(unsigned));
   F->cse = calloc(CSE_SIZE, sizeof(cse_entry));
-  if (!F->vars || !F->slots || !F->var_ver || !F->slot_ver || !F->cse) abort();   /* small; failing here means no memory at all */
+  if (!F->vars || !F->slots || !F->var_ver || !F->slot_ver || !F->cse) {
+    c->oom = 1;
+    return -1;
+  }
   for (int i = 0; i < c->lf->n_vars; i++) F->vars[i] = LLVMBuildAlloca(c->b, c->i64, c->lf->var_names[i]);
   for (int i = lf_n_args(c->lf); i < c->lf->n_bufs; i++) {   /* local buffers: this function's own */
     LLVMValueRef a = LLVMBuildAlloca(c->b, LLVMArrayType2(c->f32, (uint64_t)c->lf->bufs[i].size), c->lf->bufs[i].name);
@@ -423,7 +428,10 @@ static void fn_allocas(cg *c, cgfn *F) {
   }
   F->slot_set = c->slot_set;
   F->slot_val = calloc((size_t)c->lf->n_slots + 1, sizeof(LLVMValueRef));
-  if (!F->slot_val) abort();
+  if (!F->slot_val) {
+    c->oom = 1;
+    return -1;
+  }
   for (int i = 0; i < c->lf->n_slots; i++)
     if (c->slot_set[i]) F->slots[i] = LLVMBuildAlloca(c->b, vty(c, c->lf->slot_lanes[i]), "acc");
   if (c->has_pfnext) {   /* the stream's state in registers, from and back to the runtime at entry and exit */
@@ -433,6 +441,7 @@ static void fn_allocas(cg *c, cgfn *F) {
     LLVMValueRef a[3] = {F->pf_at, F->pf_end, F->pf_lines};
     LLVMBuildCall2(c->b, c->pfstate_ty, c->pfstate, a, 3, "");
   }
+  return 0;
 }
 
 static void fn_return(cg *c, cgfn *F) {
@@ -491,7 +500,7 @@ static void gen_parallel(cg *c, cgfn *F, const lstmt *s, LLVMValueRef lo, LLVMVa
   cgfn G = {.fn = sub};
   G.entry = LLVMAppendBasicBlockInContext(c->ctx, sub, "entry");
   LLVMPositionBuilderAtEnd(B, G.entry);
-  fn_allocas(c, &G);
+  if (fn_allocas(c, &G)) { fn_free(&G); return; }
   LLVMValueRef gctx = LLVMGetParam(sub, 0);
   LLVMValueRef gargs = LLVMBuildLoad2(B, c->ptr, gctx, "args");
   G.pool = LLVMConstNull(c->ptr);   /* nested parallel loops run serially */
@@ -519,6 +528,7 @@ static void gen_parallel(cg *c, cgfn *F, const lstmt *s, LLVMValueRef lo, LLVMVa
 }
 
 static void gen_stmt(cg *c, cgfn *F, const lstmt *s) {
+  if (c->oom) return;
   LLVMBuilderRef B = c->b;
   switch (s->k) {
   case LS_SEQ:
@@ -605,7 +615,7 @@ static void gen_kernel(cg *c, const lfunc *f) {
   c->lf = f;
   c->n_outlined = 0;
   c->slot_set = calloc((size_t)f->n_slots + 1, 1);
-  if (!c->slot_set) abort();
+  if (!c->slot_set) { c->oom = 1; return; }
   mark_sets(f->body, c->slot_set);
   c->has_pfnext = has_pfnext(f->body);
   LLVMTypeRef params[2] = {c->ptr, c->ptr};
@@ -614,7 +624,12 @@ static void gen_kernel(cg *c, const lfunc *f) {
   cgfn F = {.fn = fn, .pool = LLVMGetParam(fn, 1)};
   F.entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
   LLVMPositionBuilderAtEnd(c->b, F.entry);
-  fn_allocas(c, &F);
+  if (fn_allocas(c, &F)) {
+    fn_free(&F);
+    free(c->slot_set);
+    c->slot_set = NULL;
+    return;
+  }
   load_bufs(c, &F, LLVMGetParam(fn, 0));
   /* a non-constant pool: outline parallel loops at run time's choice */
   F.pool = LLVMGetParam(fn, 1);
@@ -657,6 +672,7 @@ static temper_status cg_finish(cg *c, LLVMTargetMachineRef tm) {
   char *err = NULL;
   LLVMDisposeBuilder(c->b);
   c->b = NULL;
+  if (c->oom) return diag_fail(c->d, TEMPER_ENOMEM, "out of memory generating LLVM IR");
   if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &err)) {
     temper_status s = diag_fail(c->d, TEMPER_EINTERNAL, "generated LLVM IR is invalid: %.1500s", err);
     LLVMDisposeMessage(err);
@@ -734,21 +750,15 @@ void cg_jit_destroy(cg_jit *j) {
   free(j);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *fns, diag *d) {
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   cg c;
-  double t0 = now_s();
+  double t0 = data_now();
   cg_begin(&c, LLVMOrcThreadSafeContextGetContext(tsc), &j->t, d);
   for (int i = 0; i < n; i++) gen_kernel(&c, fs[i]);
-  double t1 = now_s();
+  double t1 = data_now();
   temper_status s = cg_finish(&c, j->tm);
-  double t2 = now_s();
+  double t2 = data_now();
   if (s) {
     LLVMDisposeModule(c.mod);
     LLVMOrcDisposeThreadSafeContext(tsc);
@@ -766,7 +776,7 @@ temper_status cg_jit_add(cg_jit *j, lfunc *const *fs, int n, temper_kernel_fn *f
   }
   if (getenv("TEMPER_TIMING"))
     fprintf(stderr, "codegen: %d kernels: build IR %.1f ms, optimise %.1f ms, machine code %.1f ms\n", n, (t1 - t0) * 1e3,
-            (t2 - t1) * 1e3, (now_s() - t2) * 1e3);
+            (t2 - t1) * 1e3, (data_now() - t2) * 1e3);
   return TEMPER_OK;
 }
 

@@ -297,7 +297,12 @@ float pcg32_float(pcg32 *r);   /* uniform in [0, 1) */
 void data_random_param(float *dst, const shape_t *s, uint64_t seed, int is_input, int positive);
 /* Whether a 1-d parameter's name says it must be positive (gamma, var, scale). */
 int data_name_positive(const char *name);
-uint64_t data_hash_name(const char *s);
+/* FNV-1a over n bytes, continuing from h (DATA_HASH_INIT to start): the
+ * one hash of names, keys and kernel texts */
+#define DATA_HASH_INIT 1469598103934665603ull
+uint64_t data_hash(const void *p, size_t n, uint64_t h);
+uint64_t data_hash_name(const char *s);   /* data_hash of a string from DATA_HASH_INIT */
+double data_now(void);                    /* seconds on the monotonic clock */
 double data_checksum(const float *x, int64_t n);
 /* How far got is from want: max |got - want| in *abs_err (may be NULL) and,
  * returned, that over max |want| (normwise relative error; the absolute
@@ -322,8 +327,4 @@ int layout_block(const char *layout, char axis); /* block factor of lower-case a
 int layout_parse(const char *s, layout_t *l);    /* 0, or -1 if malformed */
 /* physical shape of a tensor whose primal axes `axes` have sizes `dims` */
 int layout_shape(const layout_t *l, const char *axes, const int64_t *dims, shape_t *out);
-/* physical index of primal coordinate (axes order); -1 if it lies in padding */
-int64_t layout_index(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *coord);
-/* primal coordinate of physical coordinate pc; 0 if it lies in padding */
-int layout_primal(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *pc, int64_t *coord);
 #endif

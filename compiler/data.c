@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "compiler_int.h"
 
 void pcg32_seed(pcg32 *r, uint64_t seed, uint64_t seq) {
@@ -24,10 +25,18 @@ uint32_t pcg32_next(pcg32 *r) {
 
 float pcg32_float(pcg32 *r) { return (float)(pcg32_next(r) >> 8) * (1.0f / 16777216.0f); }
 
-uint64_t data_hash_name(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+uint64_t data_hash(const void *p, size_t n, uint64_t h) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
   return h;
+}
+
+uint64_t data_hash_name(const char *s) { return data_hash(s, strlen(s), DATA_HASH_INIT); }
+
+double data_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Inputs: uniform [-1, 1). Weights (rank >= 2): uniform ±sqrt(3 / fan_in), so

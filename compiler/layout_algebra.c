@@ -56,31 +56,6 @@ int layout_shape(const layout_t *l, const char *axes, const int64_t *dims, shape
   return 0;
 }
 
-int64_t layout_index(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *coord) {
-  int64_t idx = 0;
-  for (int i = 0; i < l->n; i++) {
-    int p = primal_pos(axes, l->axis[i]);
-    int64_t f = l->factor[i] ? l->factor[i] : sub_factor(l, l->axis[i]), size, c;
-    if (l->factor[i]) { size = f; c = coord[p] % f; }
-    else { size = (dims[p] + f - 1) / f; c = coord[p] / f; }
-    idx = idx * size + c;
-  }
-  return idx;
-}
-
-int layout_primal(const layout_t *l, const char *axes, const int64_t *dims, const int64_t *pc, int64_t *coord) {
-  int np = (int)strlen(axes);
-  for (int p = 0; p < np; p++) coord[p] = 0;
-  for (int i = 0; i < l->n; i++) {
-    int p = primal_pos(axes, l->axis[i]);
-    if (l->factor[i]) coord[p] += pc[i];
-    else coord[p] += pc[i] * sub_factor(l, l->axis[i]);
-  }
-  for (int p = 0; p < np; p++)
-    if (coord[p] >= dims[p]) return 0;
-  return 1;
-}
-
 int layout_block(const char *layout, char axis) {
   layout_t l;
   if (layout_parse(layout, &l)) return 0;

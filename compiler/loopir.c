@@ -180,12 +180,6 @@ lexpr *lx_fma(lfunc *f, lexpr *a, lexpr *b, lexpr *c) {
   return e;
 }
 
-lexpr *lx_i2f(lfunc *f, lexpr *a) {
-  lexpr *e = ex(f, LX_I2F, 1, 1);
-  e->a = a;
-  return e;
-}
-
 static lstmt *st(lfunc *f, ls_kind k) {
   lstmt *s = arena_alloc(&f->a, sizeof *s);
   if (!s) return &f->oom_s;

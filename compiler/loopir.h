@@ -99,7 +99,6 @@ lexpr *lx_select(lfunc *f, lexpr *c, lexpr *a, lexpr *b);
 lexpr *lx_load(lfunc *f, int buf, lexpr *idx, int lanes, int64_t stride, lexpr *limit);
 lexpr *lx_bcast(lfunc *f, lexpr *a, int lanes);          /* a itself if lanes == a->lanes */
 lexpr *lx_fma(lfunc *f, lexpr *a, lexpr *b, lexpr *c);   /* a*b + c */
-lexpr *lx_i2f(lfunc *f, lexpr *a);
 #define lx_add(f, a, b) lx_bin(f, LO_ADD, a, b)
 #define lx_mul(f, a, b) lx_bin(f, LO_MUL, a, b)
 

@@ -151,11 +151,7 @@ static temper_status expect(parser *ps, const char *s, const char *what) {
 #define TRYN(x) do { if ((x) != TEMPER_OK) return NULL; } while (0)
 
 /* ---- scopes ---- */
-static uint64_t hash_name(const char *s, int n) {
-  uint64_t h = 1469598103934665603ull;
-  for (int i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
-}
+static uint64_t hash_name(const char *s, int n) { return data_hash(s, (size_t)n, DATA_HASH_INIT); }
 
 static sym *scope_find(scope *sc, const char *s, int n) {
   if (!sc->cap) return NULL;

@@ -225,26 +225,6 @@ temper_status db_target_id(temper_db *db, const db_target *t, int64_t *id) {
   return lookup_id(db, st, id);
 }
 
-temper_status db_target_get(temper_db *db, int64_t id, db_target *t) {
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db->h, "SELECT triple, cpu, features, llvm_version, cores FROM targets WHERE id=?", -1, &st, NULL))
-    return fail(db, "preparing a target query");
-  sqlite3_bind_int64(st, 1, id);
-  temper_status s = TEMPER_OK;
-  if (sqlite3_step(st) == SQLITE_ROW) {
-    snprintf(t->triple, sizeof t->triple, "%s", (const char *)sqlite3_column_text(st, 0));
-    snprintf(t->cpu, sizeof t->cpu, "%s", (const char *)sqlite3_column_text(st, 1));
-    snprintf(t->features, sizeof t->features, "%s", (const char *)sqlite3_column_text(st, 2));
-    snprintf(t->llvm_version, sizeof t->llvm_version, "%s", (const char *)sqlite3_column_text(st, 3));
-    t->cores = sqlite3_column_int(st, 4);
-  } else {
-    snprintf(db->err, sizeof db->err, "%s: no target %lld", db->path, (long long)id);
-    s = TEMPER_EDB;
-  }
-  sqlite3_finalize(st);
-  return s;
-}
-
 temper_status db_workload_id(temper_db *db, const char *key, const char *op, const char *desc, double flops, int64_t *id) {
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(db->h, "INSERT OR IGNORE INTO workloads(key, op, description, flops) VALUES(?1, ?2, ?3, ?4)", -1, &st, NULL))
@@ -509,19 +489,6 @@ int db_count_stale(temper_db *db, const char *workload, int64_t tid) {
   int n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
   sqlite3_finalize(st);
   return n;
-}
-
-int64_t db_find_target(temper_db *db, const db_target *t) {
-  sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(db->h, "SELECT id FROM targets WHERE triple=?1 AND cpu=?2 AND features=?3 AND cores=?4", -1, &st, NULL))
-    return 0;
-  sqlite3_bind_text(st, 1, t->triple, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 2, t->cpu, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, t->features, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int(st, 4, t->cores);
-  int64_t id = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-  sqlite3_finalize(st);
-  return id;
 }
 
 /* ---- whole-database reads for export and matching ---- */

@@ -71,7 +71,6 @@ void temper_db_close(temper_db *db);
 const char *db_errmsg(temper_db *db);
 
 temper_status db_target_id(temper_db *db, const db_target *t, int64_t *id);
-temper_status db_target_get(temper_db *db, int64_t id, db_target *t);
 temper_status db_workload_id(temper_db *db, const char *key, const char *op, const char *desc_json, double flops, int64_t *id);
 temper_status db_run_begin(temper_db *db, const char *command, uint64_t seed, const char *host, int64_t *id);
 temper_status db_run_end(temper_db *db, int64_t id);
@@ -90,8 +89,6 @@ int db_best(temper_db *db, const char *workload, int64_t target_id, int threads,
 temper_status db_threads_measured(temper_db *db, const char *workload, int64_t target_id, int **out, int *n);
 /* records of (workload, target) whose template version is no longer in force */
 int db_count_stale(temper_db *db, const char *workload, int64_t target_id);
-/* the id of a target if the database knows it, else 0 */
-int64_t db_find_target(temper_db *db, const db_target *t);
 /* counts of records per status for (workload, target, threads) */
 temper_status db_counts(temper_db *db, const char *workload, int64_t target_id, int threads, int counts[DB_STATUS_COUNT]);
 

@@ -61,14 +61,8 @@ double engine_tolerance(const temper_graph *g) {
   return tol;
 }
 
-uint64_t engine_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 static kernel *cache_find(temper_engine *e, const char *key) {
-  uint64_t h = engine_hash(key);
+  uint64_t h = data_hash_name(key);
   for (int i = 0; i < e->n_cache; i++)
     if (e->cache[i]->hash == h && !strcmp(e->cache[i]->key, key)) return e->cache[i];
   return NULL;
@@ -171,7 +165,7 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     k = calloc(1, sizeof *k);
     if (!k) { free(key); s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
     k->key = key;
-    k->hash = engine_hash(key);
+    k->hash = data_hash_name(key);
     k->n_inputs = prims[i]->n_params;
     engine_kernel_name(prims[i], k->hash, k->name, sizeof k->name);
     prim p;

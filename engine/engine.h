@@ -38,7 +38,6 @@ double engine_flops(const node *master);
  * kernels may show against the reference interpreter: 1e-4, or more where
  * a Winograd tile's transforms round more (winograd_tolerance) */
 double engine_tolerance(const temper_graph *g);
-uint64_t engine_hash(const char *s);
 void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n);
 
 /* ---- executor.c ---- */

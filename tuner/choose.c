@@ -75,9 +75,9 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
  * the template, how the kernel splits over threads, and the channel blocks
  * it reads and writes (so the layout transforms around it). */
 static int64_t config_class(const struct task_space *s, const struct sched_config *c) {
-  int64_t ib = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, K_C_BN) : cfg_get(s, c, K_IC_BN);
-  int64_t ob = c->tmpl == TMPL_DEPTHWISE ? cfg_get(s, c, K_C_BN) : cfg_get(s, c, K_OC_BN);
-  return (((int64_t)c->tmpl * 2 + config_splits_rows(s, c)) * 4096 + ib) * 4096 + ob;
+  conv_layouts l;
+  config_layouts(s, c, -1, &l);
+  return (((int64_t)c->tmpl * 2 + config_splits_rows(s, c)) * 4096 + l.in_blk) * 4096 + l.out_blk;
 }
 
 /* refine's choice for this workload, if it replaced what the records chose
@@ -184,7 +184,8 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
   double t_remote = (double)site->in_floats * 4 * (dc->threads - 1) / dc->threads / 1.5e9;
   sched_config def;
   config_default(s, &def);
-  int64_t ob_def = def.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &def, K_C_BN) : cfg_get(s, &def, K_OC_BN);
+  conv_layouts ldef;
+  config_layouts(s, &def, -1, &ldef);
   int found = 0;
   for (int k = 0; k < dc->n_targets[lv]; k++) {
     int64_t tid = dc->targets[lv][k];
@@ -204,9 +205,10 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
     for (int i = 0; i < nr && i < 64; i++) {
       sched_config cfg;
       if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr)) { c->unusable++; continue; }
-      int free_read = config_reads_block(s, &cfg, site->in_block);   /* no transform before it */
-      int64_t ob = cfg.tmpl == TMPL_DEPTHWISE ? cfg_get(s, &cfg, K_C_BN) : cfg_get(s, &cfg, K_OC_BN);
-      double cost = recs[i].median_s + (free_read ? 0 : t_transform) + (ob == ob_def ? 0 : t_out);
+      conv_layouts l;
+      config_layouts(s, &cfg, site->in_block, &l);
+      int free_read = l.in_blk == site->in_block;   /* no transform before it */
+      double cost = recs[i].median_s + (free_read ? 0 : t_transform) + (l.out_blk == ldef.out_blk ? 0 : t_out);
       if (dc->threads > 1 && conv_split_rows(w) && !config_splits_rows(s, &cfg))
         cost += t_remote;   /* splits over channels where the producer split over rows */
       if (!found || cost < best_cost) {
@@ -275,14 +277,14 @@ temper_status db_chooser_set_model(db_chooser *dc, temper_graph *g, diag *d) {
   int n = 0;
   node **order = ir_topo(&scratch, g->main->body, &n);
   if (!order && n) { arena_free(&scratch); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = DATA_HASH_INIT;
   for (int i = 0; i < n; i++) {
     conv_workload w;
     if (workload_of(order[i], &w)) continue;
     char key[256];
     workload_key(&w, key, sizeof key);
-    for (const char *p = key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    h = (h ^ '\n') * 1099511628211ull;
+    h = data_hash(key, strlen(key), h);
+    h = data_hash("\n", 1, h);
   }
   arena_free(&scratch);
   snprintf(dc->model, sizeof dc->model, "%016llx", (unsigned long long)h);

@@ -93,9 +93,7 @@ static int read_all(int fd, void *buf, size_t n, double deadline) {
   char *p = buf;
   while (n) {
     if (deadline >= 0) {
-      struct timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      double left = deadline - ((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+      double left = deadline - data_now();
       if (left <= 0) return -2;
       struct pollfd pf = {fd, POLLIN, 0};
       int pr = poll(&pf, 1, (int)(left * 1000) + 1);
@@ -186,11 +184,6 @@ void runner_stop(runner *r) {
   free(r);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 measure_result runner_measure(runner *r, const tune_task *t, const sched_config *cfg, const obj_code *obj,
                               const measure_opts *o, runner_hook hook) {
@@ -211,7 +204,7 @@ measure_result runner_measure(runner *r, const tune_task *t, const sched_config 
   int bad = write_all(r->to, head, sizeof head) || write_all(r->to, wl, sizeof wl) || write_str(r->to, cfgtext) ||
             write_str(r->to, obj->name) || write_all(r->to, &osize, 8) || write_all(r->to, obj->data, obj->size) ||
             write_all(r->to, ints, sizeof ints) || write_all(r->to, &minms, sizeof minms);
-  double deadline = now_s() + o->timeout_s;
+  double deadline = data_now() + o->timeout_s;
   int32_t reply[3];
   int rc = bad ? -1 : read_all(r->from, reply, sizeof reply, deadline);
   if (!rc && reply[0] == MAGIC && reply[2] >= 0 && reply[2] <= MEASURE_MAX_ROUNDS) {
@@ -394,16 +387,16 @@ static void serve(cg_jit *jit, task_data *td, temper_pool **pool, int *pool_thre
   /* number grows until a round lasts min_repeat_ms */
   int number = 1;
   for (;;) {
-    double t0 = now_s();
+    double t0 = data_now();
     for (int i = 0; i < number; i++) CALL();
-    double el = now_s() - t0;
+    double el = data_now() - t0;
     if (el * 1e3 >= minms || number >= 1 << 24) break;
     number = el <= 0 ? number * 10 : (int)fmin((double)number * 10, ceil((double)number * minms * 1.1e-3 / el));
   }
   for (int r = 0; r < repeat; r++) {
-    double t0 = now_s();
+    double t0 = data_now();
     for (int i = 0; i < number; i++) CALL();
-    times[r] = (now_s() - t0) / number;
+    times[r] = (data_now() - t0) / number;
   }
 #undef CALL
   reply(DB_OK, repeat, times, "");

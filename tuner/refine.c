@@ -23,11 +23,6 @@
 #include "target.h"
 #include "tune.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* the config of every workload, as text ("" for the default) */
 typedef struct assign {
@@ -62,9 +57,9 @@ static temper_status variant_build(const refine_opts *o, temper_engine *e, tempe
 }
 
 static double time_once(exec *x) {
-  double t0 = now_s();
+  double t0 = data_now();
   exec_run(x);
-  return now_s() - t0;
+  return data_now() - t0;
 }
 
 /* base and candidate alternately, the order swapped every pair */
@@ -87,7 +82,7 @@ static int same_outputs(const exec *a, const exec *b, double *worst) {
   *worst = 0;
   if (a->n_outputs != b->n_outputs) return 0;
   for (int i = 0; i < a->n_outputs; i++) {
-    double e = tune_rel_diff(exec_output(a, i), exec_output(b, i), shape_numel(&a->output_shapes[i]));
+    double e = data_rel_error(exec_output(b, i), exec_output(a, i), shape_numel(&a->output_shapes[i]), NULL);
     if (!(e <= *worst)) *worst = e;
   }
   return *worst <= 2e-3;
@@ -164,7 +159,7 @@ temper_status refine_run(const refine_opts *o, refine_result *res, diag *d) {
   /* the program every alternative is compared against: the current choice */
   pipeline_opts pa = {.vec = e->target.vec, .choose = assign_choose, .ctx = cur};
   if ((s = variant_build(o, e, pool, &pa, NULL, &base, d))) goto out;
-  double t0 = now_s();
+  double t0 = data_now();
   for (int k = 0; k < n; k++) {
     int w = ord[k].i;
     chooser_entry ce;
@@ -213,7 +208,7 @@ temper_status refine_run(const refine_opts *o, refine_result *res, diag *d) {
   compare(orig.x, base.x, o->pairs * 2, &tot);
   res->workloads = n;
   res->changed = n_kept;
-  res->seconds = now_s() - t0;
+  res->seconds = data_now() - t0;
   res->base_s = tot.base_s;
   res->refined_s = tot.base_s - tot.gain_s;
   res->rel = -tot.rel;

@@ -17,11 +17,6 @@
 
 enum { BATCH = 8 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 const db_versions *tune_db_versions(void) {
   static const db_versions v = {TMPL_COUNT, tmpl_names, tmpl_versions};
@@ -155,9 +150,9 @@ static void measure_batch(tuner *tu, const tune_task *t, const int64_t *idx, int
   }
   tu->b.jobs = jobs;
   tu->b.n_jobs = n;
-  double t0 = now_s();
+  double t0 = data_now();
   build_all(&tu->b);
-  double t1 = now_s();
+  double t1 = data_now();
   tu->t_compile += t1 - t0;
   measure_opts mo = o->m;
   mo.repeat = o->m.repeat * repeat_scale;
@@ -172,7 +167,7 @@ static void measure_batch(tuner *tu, const tune_task *t, const int64_t *idx, int
     }
     free(jobs[i].obj.data);
   }
-  tu->t_measure += now_s() - t1;
+  tu->t_measure += data_now() - t1;
 }
 
 static int matches(const tune_opts *o, const tune_task *t) { return !o->task_pattern || strstr(t->key, o->task_pattern); }
@@ -181,7 +176,7 @@ static void progress(tuner *tu, int ti, int nt, const tune_task *t, int done, in
                      double left_s) {
   FILE *f = tu->o->log;
   if (!f) return;
-  double el = now_s() - t_start;
+  double el = data_now() - t_start;
   double eta = done > 0 ? el / done * (budget - done) : 0;
   if (left_s >= 0 && eta > left_s) eta = left_s;
   char trials[48];   /* a time-bound task has no trial budget to show */
@@ -299,7 +294,7 @@ static temper_status task_begin(tuner *tu, const tune_task *t, int ti, int nt, t
     if (oks[i].config_index == st->def_idx && !oks[i].remeasure) res->default_s = oks[i].median_s;
   free(oks);
   free(done_idx);
-  st->t0 = now_s(), st->c0 = tu->t_compile, st->m0 = tu->t_measure;
+  st->t0 = data_now(), st->c0 = tu->t_compile, st->m0 = tu->t_measure;
   return TEMPER_OK;
 }
 
@@ -424,8 +419,8 @@ static temper_status tune_scheduled(tuner *tu, tune_task *tasks, int n, tune_tas
   for (int i = 0; i < n; i++) nt += matches(o, &tasks[i]);
   for (int i = 0, k = 0; i < n && !s; i++)
     if (matches(o, &tasks[i]) && !(s = task_begin(tu, &tasks[i], k++, nt, &results[i], &st[i], d))) live[i] = 1;
-  double end = now_s() + o->minutes * 60;
-  while (!s && now_s() < end) {
+  double end = data_now() + o->minutes * 60;
+  while (!s && data_now() < end) {
     int pick = -1;
     double best = -1;
     for (int i = 0; i < n; i++) {
@@ -436,7 +431,7 @@ static temper_status tune_scheduled(tuner *tu, tune_task *tasks, int n, tune_tas
     }
     if (pick < 0) break;
     int got;
-    if ((s = task_batch(tu, &st[pick], BATCH, o->trials, end - now_s(), &got, d))) break;
+    if ((s = task_batch(tu, &st[pick], BATCH, o->trials, end - data_now(), &got, d))) break;
     if (!got) live[pick] = 0;
   }
   for (int i = 0; i < n; i++)
@@ -513,13 +508,3 @@ int tune_paired_better(const paired_result *r, double min_rel) {
   return r->n > 0 && r->rel >= min_rel && (min_rel < 0 || r->wins * 10 >= r->n * 6);
 }
 
-double tune_rel_diff(const float *a, const float *b, int64_t n) {
-  double e = 0, scale = 0;
-  for (int64_t k = 0; k < n; k++) {
-    double d = fabs((double)a[k] - (double)b[k]);
-    if (isnan(d)) return INFINITY;
-    if (d > e) e = d;
-    if (fabs((double)a[k]) > scale) scale = fabs((double)a[k]);
-  }
-  return scale > 0 ? e / scale : e;
-}

@@ -58,8 +58,6 @@ typedef struct paired_result {
   double rel;           /* gain_s / base_s */
 } paired_result;
 void tune_paired_compare(const double *base, const double *cand, int n, paired_result *r);
-/* max |a - b| / max |a| over n floats; INFINITY if any differs by NaN */
-double tune_rel_diff(const float *a, const float *b, int64_t n);
 /* faster by at least min_rel, and in at least 60 % of the pairs; a negative
  * min_rel (accept being up to that much slower) drops the pair count */
 int tune_paired_better(const paired_result *r, double min_rel);

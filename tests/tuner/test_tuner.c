@@ -168,9 +168,16 @@ static void test_paired_compare(void **state) {
   assert_false(tune_paired_better(&r, -1));
   /* refine keeps a candidate only if the model's outputs agree */
   float a[4] = {1, -4, 2, 0}, b[4] = {1, -4, 2.004f, 0}, c[4] = {1, -4, NAN, 0};
-  assert_true(tune_rel_diff(a, a, 4) == 0);
-  assert_true(fabs(tune_rel_diff(a, b, 4) - 1e-3) < 1e-6);
-  assert_true(isinf(tune_rel_diff(a, c, 4)));
+  float inf_a[2] = {INFINITY, 1}, inf_b[2] = {INFINITY, 1}, nan_a[2] = {NAN, 1}, zero[2] = {0, 0};
+  double abs_err;
+  assert_true(data_rel_error(a, a, 4, NULL) == 0);
+  assert_true(fabs(data_rel_error(b, a, 4, &abs_err) - 1e-3) < 1e-6);
+  assert_true(fabs(abs_err - 0.004) < 1e-6);
+  assert_true(isinf(data_rel_error(c, a, 4, NULL)));
+  assert_true(data_rel_error(inf_a, inf_b, 2, NULL) == 0);   /* equal infinities, NaN against NaN: equal */
+  assert_true(data_rel_error(nan_a, nan_a, 2, NULL) == 0);
+  assert_true(isinf(data_rel_error(inf_a, zero, 2, NULL)));
+  assert_true(data_rel_error(zero, zero, 2, NULL) == 0);
 }
 
 static void test_default_first(void **state) {
