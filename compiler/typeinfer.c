@@ -172,8 +172,13 @@ static temper_status infer_pool(diag *d, node *n, shape_t *o) {
                         (long long)e, (long long)p);
     if (pad[i] >= e || pad[i + 2] >= e)
       return diag_error(d, n->loc, "%s: padding must be smaller than the pooling window", ir_op_name(n));
-    int64_t num = p - e + (a->v[ATTR_CEIL_MODE].i[0] ? st[i] - 1 : 0);
+    int ceil = a->v[ATTR_CEIL_MODE].i[0] != 0;
+    int64_t num = p - e + (ceil ? st[i] - 1 : 0);
     o->d[2 + i] = num / st[i] + 1;
+    /* ceil_mode adds a window only where it starts inside the input or its
+     * leading padding (PyTorch's rule, which its ONNX exports assume): a
+     * window wholly in the trailing padding would pool nothing */
+    if (ceil && (o->d[2 + i] - 1) * st[i] >= x->d[2 + i] + pad[i]) o->d[2 + i]--;
   }
   return TEMPER_OK;
 }

@@ -209,9 +209,11 @@ static void gen_pool(gen *g) {
   int64_t pt = p, pl = chance(g, 70) ? p : rnd(g, (int)k), pb = chance(g, 70) ? p : rnd(g, (int)k), pr = chance(g, 70) ? pl : rnd(g, (int)k);
   int64_t OH = out_size(x->H, pt, pb, k, 1, st), OW = out_size(x->W, pl, pr, k, 1, st);
   if (!OH || !OW) k = 1, pt = pl = pb = pr = 0, OH = out_size(x->H, 0, 0, 1, 1, st), OW = out_size(x->W, 0, 0, 1, 1, st);
-  if (ceil) {   /* ceil_mode adds the window that starts inside the padded input */
+  if (ceil) {   /* ceil_mode adds a window that starts inside the input or its leading padding */
     OH = (x->H + pt + pb - k + st - 1) / st + 1;
     OW = (x->W + pl + pr - k + st - 1) / st + 1;
+    if ((OH - 1) * st >= x->H + pt) OH--;
+    if ((OW - 1) * st >= x->W + pl) OW--;
   }
   int avg = kind >= 2;
   sb_printf(&g->body, "  %%%d = nn.%s_pool2d(%s, pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld]%s%s);\n",

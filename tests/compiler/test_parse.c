@@ -140,6 +140,31 @@ static const bad_case bad_cases[] = {
     {"def @main(%x: Tensor[(2, 6), float32]) { clip(%x, a_min=1f, a_max=0f) }", "a_min is greater than a_max"},
 };
 
+/* ceil_mode pools: a window may start in the leading padding or inside
+ * the input, never wholly in the trailing padding (PyTorch's rule, which
+ * its ONNX exports of GoogLeNet and SqueezeNet assume) */
+static void test_ceil_mode_pool_shapes(void **state) {
+  (void)state;
+  static const struct { int h, k, s, pt, pb, want; } cases[] = {
+      {3, 2, 2, 1, 1, 2},     /* ceil((3+2-2)/2)+1 = 3, but window 3 starts at row 3, in the padding */
+      {112, 3, 2, 0, 0, 56},  /* GoogLeNet's first pool: 55.5 → 56 */
+      {5, 2, 2, 0, 0, 3},     /* the last window starts at row 4, inside */
+      {4, 3, 2, 0, 0, 2},
+      {6, 3, 3, 1, 1, 3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "def @main(%%x: Tensor[(1, 2, %d, %d), float32]) { nn.max_pool2d(%%x, pool_size=[%d, %d], "
+             "strides=[%d, %d], padding=[%d, %d, %d, %d], ceil_mode=True) }", cases[i].h, cases[i].h, cases[i].k, cases[i].k,
+             cases[i].s, cases[i].s, cases[i].pt, cases[i].pt, cases[i].pb, cases[i].pb);
+    temper_graph *g = parse_ok(text);
+    if (g->main->body->ty.shape.d[2] != cases[i].want) fprintf(stderr, "%s: height %lld, want %d\n", text, (long long)g->main->body->ty.shape.d[2], cases[i].want);
+    assert_int_equal(g->main->body->ty.shape.d[2], cases[i].want);
+    assert_int_equal(g->main->body->ty.shape.d[3], cases[i].want);
+    temper_graph_destroy(g);
+  }
+}
+
 static void test_errors(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof bad_cases / sizeof *bad_cases; i++) parse_fails(bad_cases[i].text, bad_cases[i].want);
@@ -216,7 +241,7 @@ int main(void) {
       cmocka_unit_test(test_padding_forms),        cmocka_unit_test(test_fused_program),
       cmocka_unit_test(test_errors),               cmocka_unit_test(test_error_shows_line),
       cmocka_unit_test(test_deep_nesting_is_an_error), cmocka_unit_test(test_long_chain),
-      cmocka_unit_test(test_out_of_memory),
+      cmocka_unit_test(test_out_of_memory),        cmocka_unit_test(test_ceil_mode_pool_shapes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
