@@ -23,12 +23,8 @@ int cli_load_tasks(const char *model, const program_opts *o, program *p, tune_ta
   cg_host_target(&t, &d);
   *vec = t.vec;
   if (cli_load(model, o, p)) return 1;
-  float **bound = calloc((size_t)p->n_params + 1, sizeof(float *));
-  if (!bound) return 1;
-  for (int i = 0; i < p->n_params; i++) bound[i] = p->is_input[i] ? NULL : p->values[i];
   d = (diag){.path = p->g->path, .text = p->g->text};
-  temper_status s = bind_params(p->g, bound, &d);
-  free(bound);
+  temper_status s = program_bind(p, &d);
   if (!s) s = tasks_extract(p->g, t.vec, tasks, n, &d);
   if (s) { fprintf(stderr, "%s\n", d.msg); return 1; }
   return 0;

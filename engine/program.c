@@ -102,12 +102,17 @@ const float *program_input(const program *p, const char *name) {
   return NULL;
 }
 
-temper_status program_optimize(program *p, const pipeline_opts *po, diag *d) {
+temper_status program_bind(program *p, diag *d) {
   float **bound = calloc((size_t)p->n_params + 1, sizeof(float *));
   if (!bound) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
   for (int i = 0; i < p->n_params; i++) bound[i] = p->is_input[i] ? NULL : p->values[i];
   temper_status s = bind_params(p->g, bound, d);
   free(bound);
+  return s;
+}
+
+temper_status program_optimize(program *p, const pipeline_opts *po, diag *d) {
+  temper_status s = program_bind(p, d);
   return s ? s : pipeline_optimize_with(p->g, po, d);
 }
 

@@ -45,6 +45,9 @@ temper_status program_read(program *p, const char *path, diag *d);
 temper_status program_data(program *p, const program_opts *o, diag *d);
 /* program_reference: needs program_data, before program_compile */
 temper_status program_reference(program *p, diag *d);
+/* program_bind: binds the weights (the inputs stay parameters), as the
+ * tuner's task extraction wants the model */
+temper_status program_bind(program *p, diag *d);
 /* program_optimize: binds the weights and runs the pipeline with po (what
  * an ahead-of-time build needs); program_compile also makes the executor
  * on `threads` threads, with the inputs set */
