@@ -32,72 +32,91 @@ static int check_library(const char *out, int threads, const program *p) {
   return rc;
 }
 
-int cmd_build(int argc, char **argv) {
-  const char *model = NULL, *dbpath = NULL, *out = NULL, *target = "host";
-  program_opts data = {.seed = 1};
-  program p = {0};
-  aot_opts ao = {.embed_limit_mb = 64};
-  int threads = 1, strict = 0, rc = 1, exact = 0, check = 0;
+typedef struct build_args {
+  const char *model, *db, *target;
+  int threads, strict, exact, check;
+  program_opts data;
+  aot_opts ao;
+} build_args;
+
+/* 0, or 2 after printing the usage */
+static int parse_args(int argc, char **argv, build_args *b) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    int flag = cli_data_flag(&data, argc, argv, &i);
+    int flag = cli_data_flag(&b->data, argc, argv, &i);
     if (flag < 0) return 2;
     if (flag) continue;
-    if (!strcmp(a, "--db") && v) dbpath = v, i++;
-    else if (!strcmp(a, "-o") && v) out = v, i++;
-    else if (!strcmp(a, "--threads") && v) { threads = atoi(v); i++; if (threads < 1 || threads > 256) { fprintf(stderr, "temper build: --threads expects 1..256\n"); return 2; } }
-    else if (!strcmp(a, "--strict")) strict = 1;
-    else if (!strcmp(a, "--check")) check = 1;
-    else if (!strcmp(a, "--target") && v) target = v, i++;
-    else if (!strcmp(a, "--match") && v) {
-      if (strcmp(v, "exact") && strcmp(v, "any")) { fprintf(stderr, "temper build: --match expects exact or any\n"); return 2; }
-      exact = !strcmp(v, "exact");
-      i++;
-    }
-    else if (!strcmp(a, "--emit") && v) ao.emit = v, i++;
-    else if (!strcmp(a, "--embed-limit") && v) ao.embed_limit_mb = atof(v), i++;
-    else if (a[0] == '-') { fprintf(stderr, "temper build: unknown option '%s'\n", a); return usage(); }
-    else if (!model) model = a;
+    if (!strcmp(a, "--db") && v) b->db = v, i++;
+    else if (!strcmp(a, "-o") && v) b->ao.out = v, i++;
+    else if (!strcmp(a, "--threads") && v) b->threads = atoi(v), i++;
+    else if (!strcmp(a, "--strict")) b->strict = 1;
+    else if (!strcmp(a, "--check")) b->check = 1;
+    else if (!strcmp(a, "--target") && v) b->target = v, i++;
+    else if (!strcmp(a, "--match") && v && (!strcmp(v, "exact") || !strcmp(v, "any"))) b->exact = !strcmp(v, "exact"), i++;
+    else if (!strcmp(a, "--emit") && v) b->ao.emit = v, i++;
+    else if (!strcmp(a, "--embed-limit") && v) b->ao.embed_limit_mb = atof(v), i++;
+    else if (a[0] == '-') { fprintf(stderr, "temper build: unknown or incomplete option '%s'\n", a); return usage(); }
+    else if (!b->model) b->model = a;
     else return usage();
   }
-  if (!model || !out) return usage();
-  if (check && (ao.emit || strcmp(target, "host"))) {
+  if (!b->model || !b->ao.out) return usage();
+  if (b->threads < 1 || b->threads > 256) { fprintf(stderr, "temper build: --threads expects 1..256\n"); return 2; }
+  if (b->check && (b->ao.emit || strcmp(b->target, "host"))) {
     fprintf(stderr, "temper build: --check runs the library on this machine: it needs a library (no --emit) for the host (no --target)\n");
     return 2;
   }
-  db_chooser *dc = NULL;
-  cg_target t;
+  return 0;
+}
+
+/* the machine the library is for: this one, or --target's */
+static int build_target(const char *spec, cg_target *t) {
   diag d = {0};
-  cg_host_target(&t, &d);
-  if (strcmp(target, "host") && target_from_spec(target, &t)) {
-    fprintf(stderr, "temper build: unknown target '%s': give its features, e.g. --target %s:+avx,+avx2,+fma\n", target, target);
+  cg_host_target(t, &d);
+  if (!strcmp(spec, "host")) return 0;
+  if (target_from_spec(spec, t)) {
+    fprintf(stderr, "temper build: unknown target '%s': give its features, e.g. --target %s:+avx,+avx2,+fma\n", spec, spec);
     return 1;
   }
+  printf("target: %s (%s), %d-float vectors\n", t->cpu, t->features, t->vec);
+  return 0;
+}
+
+static void print_built(const aot_opts *ao, const aot_report *rep) {
+  if (ao->emit) printf("wrote %s (%s of %d kernels)\n", ao->out, ao->emit, rep->n_kernels);
+  else
+    printf("built %s: %d kernels, %d steps; arena %.2f MB planned (%.2f MB of intermediates without reuse); weights %.1f MB %s\n",
+           ao->out, rep->n_kernels, rep->n_steps, rep->arena_bytes / 1048576.0, rep->intermediate_bytes / 1048576.0,
+           rep->params_bytes / 1048576.0, rep->params_embedded ? "embedded" : "in a .params file beside it");
+}
+
+int cmd_build(int argc, char **argv) {
+  build_args b = {.target = "host", .threads = 1, .data = {.seed = 1}, .ao = {.embed_limit_mb = 64}};
+  int rc = parse_args(argc, argv, &b);
+  if (rc) return rc;
+  cg_target t;
+  if (build_target(b.target, &t)) return 1;
+  program p = {0};
+  db_chooser *dc = NULL;
+  diag d = {0};
   char err[4096];
-  if (db_chooser_open(dbpath, &t, threads, exact, &dc, err, sizeof err)) { fprintf(stderr, "temper build: %s\n", err); goto out; }
-  if (strcmp(target, "host"))
-    printf("target: %s (%s), %d-float vectors%s\n", t.cpu, t.features, t.vec, dbpath ? "" : "");
+  rc = 1;
+  if (db_chooser_open(b.db, &t, b.threads, b.exact, &dc, err, sizeof err)) { fprintf(stderr, "temper build: %s\n", err); goto out; }
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
-  if (cli_load(model, &data, &p)) goto out;
+  if (cli_load(b.model, &b.data, &p)) goto out;
   d = (diag){.path = p.g->path, .text = p.g->text};
   if (db_chooser_set_model(dc, p.g, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
-  if (check && program_reference(&p, &d)) { fprintf(stderr, "temper build: reference: %s\n", d.msg); goto out; }
+  if (b.check && program_reference(&p, &d)) { fprintf(stderr, "temper build: reference: %s\n", d.msg); goto out; }
   if (program_optimize(&p, &po, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }
   int n_fell = cli_print_choices(dc);
-  if (strict && n_fell) {
+  if (b.strict && n_fell) {
     fprintf(stderr, "temper build: --strict: %d workload%s have no tuning record for this machine\n", n_fell, n_fell > 1 ? "s" : "");
     goto out;
   }
   aot_report rep;
-  ao.out = out;
-  ao.model_name = model;
-  if (aot_build(&t, p.g, &ao, &rep, &d)) { fprintf(stderr, "temper build: %s\n", d.msg); goto out; }
-  if (ao.emit) printf("wrote %s (%s of %d kernels)\n", out, ao.emit, rep.n_kernels);
-  else
-    printf("built %s: %d kernels, %d steps; arena %.2f MB planned (%.2f MB of intermediates without reuse); weights %.1f MB %s\n",
-           out, rep.n_kernels, rep.n_steps, rep.arena_bytes / 1048576.0, rep.intermediate_bytes / 1048576.0,
-           rep.params_bytes / 1048576.0, rep.params_embedded ? "embedded" : "in a .params file beside it");
-  rc = check ? check_library(out, threads, &p) : 0;
+  b.ao.model_name = b.model;
+  if (aot_build(&t, p.g, &b.ao, &rep, &d)) { fprintf(stderr, "temper build: %s\n", d.msg); goto out; }
+  print_built(&b.ao, &rep);
+  rc = b.check ? check_library(b.ao.out, b.threads, &p) : 0;
 out:
   db_chooser_close(dc);
   program_free(&p);
