@@ -7,6 +7,7 @@
 #include <string.h>
 #include "aot.h"
 #include "cli.h"
+#include "library.h"
 #include "target.h"
 
 static int usage(void) {
@@ -17,18 +18,32 @@ static int usage(void) {
   return 2;
 }
 
-/* --check: the library against the reference on the program's inputs */
-static int check_library(const char *out, int threads, const program *p) {
-  const char **names = calloc((size_t)p->n_params + 1, sizeof(char *));
-  const float **vals = calloc((size_t)p->n_params + 1, sizeof(float *));
-  int n_in = 0, rc = 1;
-  if (names && vals) {
-    for (int i = 0; i < p->n_params; i++)
-      if (p->is_input[i]) names[n_in] = p->names[i], vals[n_in++] = p->values[i];
-    rc = cli_check_library(out, threads, n_in, names, vals, p->ref, p->n_ref, engine_tolerance(p->g));
+/* --check: the library against the reference, on the program's inputs */
+static int check_library(const char *path, int threads, const program *p) {
+  built_lib *l = NULL;
+  diag d = {0};
+  int rc = 1;
+  double tol = engine_tolerance(p->g);
+  if (lib_open(path, threads, &l, &d)) goto out;
+  for (int i = 0; i < lib_num_inputs(l); i++) {
+    const float *v = program_input(p, lib_input_name(l, i));
+    if (!v) { diag_fail(&d, TEMPER_EINVAL, "%s: input %s is not an input of the model", path, lib_input_name(l, i)); goto out; }
+    lib_set_input(l, i, v);
   }
-  free(names);
-  free(vals);
+  if (lib_num_outputs(l) != p->n_ref) { diag_fail(&d, TEMPER_EINVAL, "%s has %d outputs, the model %d", path, lib_num_outputs(l), p->n_ref); goto out; }
+  if (lib_run(l, &d)) goto out;
+  rc = 0;
+  for (int i = 0; i < p->n_ref; i++) {
+    shape_t s;
+    const float *y = lib_output(l, i, &s);
+    double abs_err, rel = data_rel_error(y, p->ref[i], shape_numel(&s), &abs_err);
+    printf("check %s output %d: max abs error %.3g, relative error %.3g (%s %.0e)\n", path, i, abs_err, rel,
+           rel <= tol ? "ok: within" : "FAILED: over", tol);
+    rc |= !(rel <= tol);
+  }
+out:
+  if (d.msg[0]) fprintf(stderr, "temper build: %s\n", d.msg);
+  lib_close(l);
   return rc;
 }
 

@@ -29,12 +29,6 @@ int cmd_tune(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_refine(int argc, char **argv);
-int cli_run_library(const char *path, int threads, int repeat, const program_opts *o, const char *save_dir);
-/* runs a built library once on the given inputs (matched by name) and
- * compares each output with ref; prints a line per output; 0 if all are
- * within tolerance, 1 otherwise (or if it cannot be loaded or run) */
-int cli_check_library(const char *path, int threads, int n_inputs, const char *const *names, const float *const *values,
-                      float *const *ref, int n_ref, double tolerance);
 struct tune_task;
 int cli_find_task(struct tune_task *tasks, int n, const char *k);
 int cli_load_tasks(const char *model, const program_opts *o, program *p, struct tune_task **tasks, int *n, int *vec);

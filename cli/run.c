@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cli.h"
+#include "library.h"
 
 typedef struct run_opts {
   const char *model;
@@ -13,11 +14,6 @@ typedef struct run_opts {
   const char *db;
   program_opts data;
 } run_opts;
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static int usage(void) {
   fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--profile] [--params DIR]\n"
@@ -87,60 +83,32 @@ static int compile(const run_opts *o, temper_engine *e, program *p) {
   return bad;
 }
 
-/* per kernel: its median inside whole inferences ("in sequence", with the
- * caches the steps before left) and repeated alone (hot) */
-static void profile(exec *x, int repeat) {
-  double *kt = calloc((size_t)repeat * (size_t)(x->n_steps + 1), sizeof(double)), *alone = calloc((size_t)repeat, sizeof(double));
-  double total = 0, total_alone = 0;
-  if (!kt || !alone) { free(kt), free(alone); return; }
-  for (int r = 0; r < repeat; r++)
-    for (int i = 0; i < x->n_steps; i++) {
-      double s0 = data_now();
-      exec_run_step(x, i);
-      kt[(size_t)i * (size_t)repeat + (size_t)r] = data_now() - s0;
-    }
-  printf("  %3s %-60s %11s %11s %s\n", "#", "kernel", "in sequence", "alone", "GFLOP/s in sequence");
-  for (int i = 0; i < x->n_steps; i++) {
-    exec_step *st = &x->steps[i];
-    double *ks = kt + (size_t)i * (size_t)repeat;
-    qsort(ks, (size_t)repeat, sizeof(double), cmp_double);
-    for (int r = 0; r < repeat; r++) {
-      double s0 = data_now();
-      st->k->fn(st->argv, x->pool);
-      alone[r] = data_now() - s0;
-    }
-    qsort(alone, (size_t)repeat, sizeof(double), cmp_double);
-    double m = ks[repeat / 2], a = alone[repeat / 2];
-    total += m;
-    total_alone += a;
-    printf("  %3d %-60.60s %8.3f ms %8.3f ms %7.1f\n", i, st->k->name, m * 1e3, a * 1e3, st->k->flops / m * 1e-9);
-  }
-  printf("  sum of kernel medians: %.3f ms in sequence, %.3f ms alone\n", total * 1e3, total_alone * 1e3);
-  free(kt);
-  free(alone);
+static void print_timing(const run_timing *t, int threads) {
+  printf("latency: median %.3f ms, min %.3f ms, spread %.1f%% over %d runs (%d thread%s)\n", t->median_s * 1e3, t->min_s * 1e3,
+         t->median_s > 0 ? (t->max_s - t->min_s) / t->median_s * 100 : 0, t->repeat, threads, threads == 1 ? "" : "s");
 }
 
-/* one warm-up, then the median of `repeat` timed runs; prints the outputs and the latency */
-static int time_and_print(const run_opts *o, exec *x) {
-  double *times = calloc((size_t)o->repeat, sizeof(double));
-  if (!times) return 1;
-  exec_run(x);
-  for (int r = 0; r < o->repeat; r++) {
-    double s0 = data_now();
-    exec_run(x);
-    times[r] = data_now() - s0;
+static void print_output(int i, const shape_t *s, const float *y) {
+  char ty[128];
+  type_t t = {.kind = TY_TENSOR, .shape = *s};
+  print_type(ty, sizeof ty, &t);
+  printf("output %d: %s checksum %.6g\n", i, ty, data_checksum(y, shape_numel(s)));
+}
+
+/* per kernel, in call order: its median in sequence and alone */
+static int profile(exec *x, int repeat) {
+  step_timing *st = calloc((size_t)x->n_steps + 1, sizeof *st);
+  if (!st || exec_profile(x, repeat, st)) { free(st); fprintf(stderr, "temper: out of memory\n"); return 1; }
+  double total = 0, total_alone = 0;
+  printf("  %3s %-60s %11s %11s %s\n", "#", "kernel", "in sequence", "alone", "GFLOP/s in sequence");
+  for (int i = 0; i < x->n_steps; i++) {
+    total += st[i].in_sequence_s;
+    total_alone += st[i].alone_s;
+    printf("  %3d %-60.60s %8.3f ms %8.3f ms %7.1f\n", i, x->steps[i].k->name, st[i].in_sequence_s * 1e3, st[i].alone_s * 1e3,
+           x->steps[i].k->flops / st[i].in_sequence_s * 1e-9);
   }
-  qsort(times, (size_t)o->repeat, sizeof(double), cmp_double);
-  double med = times[o->repeat / 2], mn = times[0], mx = times[o->repeat - 1];
-  free(times);
-  for (int i = 0; i < x->n_outputs; i++) {
-    char ty[128];
-    type_t t = {.kind = TY_TENSOR, .shape = x->output_shapes[i]};
-    print_type(ty, sizeof ty, &t);
-    printf("output %d: %s checksum %.6g\n", i, ty, data_checksum(exec_output(x, i), shape_numel(&x->output_shapes[i])));
-  }
-  printf("latency: median %.3f ms, min %.3f ms, spread %.1f%% over %d runs (%d thread%s)\n", med * 1e3, mn * 1e3,
-         med > 0 ? (mx - mn) / med * 100 : 0, o->repeat, o->threads, o->threads == 1 ? "" : "s");
+  printf("  sum of kernel medians: %.3f ms in sequence, %.3f ms alone\n", total * 1e3, total_alone * 1e3);
+  free(st);
   return 0;
 }
 
@@ -157,14 +125,44 @@ static int check(const program *p) {
   return rc;
 }
 
-static int save(const exec *x, const char *dir) {
+/* DIR/output_<i>.npy */
+static int save(const char *dir, int i, const shape_t *s, const float *y) {
+  char path[4096], err[512];
   mkdir(dir, 0777);
-  for (int i = 0; i < x->n_outputs; i++) {
-    char path[4096], err[512];
-    snprintf(path, sizeof path, "%s/output_%d.npy", dir, i);
-    if (npy_write(path, &x->output_shapes[i], exec_output(x, i), err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); return 1; }
-  }
+  snprintf(path, sizeof path, "%s/output_%d.npy", dir, i);
+  if (npy_write(path, s, y, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); return 1; }
   return 0;
+}
+
+static void run_lib(void *l) {
+  diag d = {0};
+  lib_run(l, &d);
+}
+
+/* temper run OUT.so: the library timed like an in-memory model, on the same seeded inputs */
+static int run_library(const run_opts *o) {
+  built_lib *l = NULL;
+  diag d = {0};
+  run_timing tm;
+  int rc = 1;
+  if (lib_open(o->model, o->threads, &l, &d) || lib_inputs_from(l, &o->data, &d) || lib_run(l, &d)) {
+    fprintf(stderr, "temper: %s\n", d.msg);
+    goto out;
+  }
+  printf("model: %s (a built library, %d input%s, %d output%s)\n", o->model, lib_num_inputs(l), lib_num_inputs(l) == 1 ? "" : "s",
+         lib_num_outputs(l), lib_num_outputs(l) == 1 ? "" : "s");
+  if (engine_time(run_lib, l, o->repeat, &tm)) goto out;
+  rc = 0;
+  for (int i = 0; i < lib_num_outputs(l); i++) {
+    shape_t s;
+    const float *y = lib_output(l, i, &s);
+    print_output(i, &s, y);
+    if (o->save_dir && save(o->save_dir, i, &s, y)) rc = 1;
+  }
+  print_timing(&tm, o->threads);
+out:
+  lib_close(l);
+  return rc;
 }
 
 static int run_model(const run_opts *o) {
@@ -179,10 +177,14 @@ static int run_model(const run_opts *o) {
   if (compile(o, e, &p)) goto out;
   printf("model: %s\ncompiled %d kernels (%d calls) for %s (%s, %d-float vectors) in %.2f s\n", o->model, e->n_compiled,
          p.x->n_steps, e->target.cpu, e->target.triple, e->target.vec, data_now() - t0);
-  if (time_and_print(o, p.x)) goto out;
-  if (o->profile) profile(p.x, o->repeat);
+  run_timing tm;
+  if (exec_time(p.x, o->repeat, &tm)) { fprintf(stderr, "temper: out of memory\n"); goto out; }
+  for (int i = 0; i < p.x->n_outputs; i++) print_output(i, &p.x->output_shapes[i], exec_output(p.x, i));
+  print_timing(&tm, o->threads);
+  if (o->profile && profile(p.x, o->repeat)) goto out;
   rc = o->check ? check(&p) : 0;
-  if (o->save_dir && save(p.x, o->save_dir)) rc = 1;
+  for (int i = 0; o->save_dir && i < p.x->n_outputs; i++)
+    if (save(o->save_dir, i, &p.x->output_shapes[i], exec_output(p.x, i))) rc = 1;
 out:
   program_free(&p);
   engine_destroy(e);
@@ -199,5 +201,5 @@ int cmd_run(int argc, char **argv) {
     fprintf(stderr, "temper run: --check, --profile, --config-file, --db and --params need the model's source, not a built library\n");
     return 2;
   }
-  return cli_run_library(o.model, o.threads, o.repeat, &o.data, o.save_dir);
+  return run_library(&o);
 }

@@ -70,6 +70,17 @@ void exec_destroy(exec *x);
 /* runs step i, prefetching the next step's weights as it computes */
 void exec_run_step(exec *x, int i);
 void exec_set_input(exec *x, int i, const float *data);
+/* Timing, as `temper run` reports it: one warm-up call, then `repeat`
+ * timed calls of run(ctx); the median, the fastest and the slowest. */
+typedef struct run_timing { double median_s, min_s, max_s; int repeat; } run_timing;
+temper_status engine_time(void (*run)(void *ctx), void *ctx, int repeat, run_timing *t);
+/* whole inferences */
+temper_status exec_time(exec *x, int repeat, run_timing *t);
+/* per step of x (out[n_steps]): its median inside whole inferences ("in
+ * sequence", with the caches the steps before left) and repeated alone
+ * (hot caches); the difference is what traffic between layers costs */
+typedef struct step_timing { double in_sequence_s, alone_s; } step_timing;
+temper_status exec_profile(exec *x, int repeat, step_timing *out);
 /* runs on p (which outlives x) instead of its own pool: programs timed
  * alternately share one set of threads, none left spinning in between */
 void exec_share_pool(exec *x, temper_pool *p);

@@ -154,3 +154,53 @@ void exec_run(exec *x) {
 }
 
 const float *exec_output(const exec *x, int i) { return x->bufs[x->output_bufs[i]]; }
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+temper_status engine_time(void (*run)(void *ctx), void *ctx, int repeat, run_timing *t) {
+  double *times = calloc((size_t)(repeat > 0 ? repeat : 1), sizeof(double));
+  if (!times) return TEMPER_ENOMEM;
+  run(ctx);   /* warm-up */
+  for (int r = 0; r < repeat; r++) {
+    double s0 = data_now();
+    run(ctx);
+    times[r] = data_now() - s0;
+  }
+  qsort(times, (size_t)repeat, sizeof(double), cmp_double);
+  *t = (run_timing){times[repeat / 2], times[0], times[repeat - 1], repeat};
+  free(times);
+  return TEMPER_OK;
+}
+
+static void run_exec(void *x) { exec_run(x); }
+
+temper_status exec_time(exec *x, int repeat, run_timing *t) { return engine_time(run_exec, x, repeat, t); }
+
+temper_status exec_profile(exec *x, int repeat, step_timing *out) {
+  double *seq = calloc((size_t)repeat * (size_t)(x->n_steps + 1), sizeof(double)), *alone = calloc((size_t)repeat, sizeof(double));
+  if (!seq || !alone) { free(seq), free(alone); return TEMPER_ENOMEM; }
+  for (int r = 0; r < repeat; r++)
+    for (int i = 0; i < x->n_steps; i++) {
+      double s0 = data_now();
+      exec_run_step(x, i);
+      seq[(size_t)i * (size_t)repeat + (size_t)r] = data_now() - s0;
+    }
+  for (int i = 0; i < x->n_steps; i++) {
+    exec_step *st = &x->steps[i];
+    double *ks = seq + (size_t)i * (size_t)repeat;
+    qsort(ks, (size_t)repeat, sizeof(double), cmp_double);
+    for (int r = 0; r < repeat; r++) {
+      double s0 = data_now();
+      st->k->fn(st->argv, x->pool);
+      alone[r] = data_now() - s0;
+    }
+    qsort(alone, (size_t)repeat, sizeof(double), cmp_double);
+    out[i] = (step_timing){ks[repeat / 2], alone[repeat / 2]};
+  }
+  free(seq);
+  free(alone);
+  return TEMPER_OK;
+}
