@@ -7,14 +7,15 @@
 static void usage(FILE *f) {
   fprintf(f,
           "usage: temper <command> [options]\n"
-          "  run MODEL    compile in memory and run (--check compares with the reference)\n"
-          "  lower MODEL  print the fused program (--fused) or every kernel's loop IR (--loops)\n"
-          "  space MODEL  the tuning tasks and their knob spaces (--task K for one)\n"
-          "  tune MODEL --db FILE   tune every conv2d workload, recording every measurement\n"
-          "  refine MODEL --db FILE  choose among the records by timing the whole model (kept in the database)\n"
-          "  build MODEL --db FILE -o OUT.so   a library with the best recorded schedules\n"
-          "  db show FILE           what a tuning database holds\n"
-          "  version      print the version\n"
+          "  run MODEL|OUT.so   compile in memory (or load a built library) and run (--check compares with the reference)\n"
+          "  lower MODEL        print the fused program (--fused) or every kernel's loop IR (--loops), LLVM IR, assembly\n"
+          "  space MODEL        the tuning tasks and their knob spaces (--task K for one)\n"
+          "  tune MODEL --db FILE     tune every conv2d workload, recording every measurement\n"
+          "  refine MODEL --db FILE   choose among the records by timing the whole model (kept in the database)\n"
+          "  build MODEL -o OUT.so    a library with the best recorded schedules (--db FILE; --check runs it)\n"
+          "  db show|targets FILE     what a tuning database holds\n"
+          "  db export FILE | db import FILE IN.jsonl... | db merge OUT.db IN.db...   tuning logs between machines\n"
+          "  version            print the version\n"
           "See docs/cli.md for every option.\n");
 }
 

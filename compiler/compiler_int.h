@@ -314,7 +314,7 @@ char *data_read_file(const char *path, size_t *len, char *err, size_t n);
 temper_status npy_read(const char *path, shape_t *shape, float **data, char *err, size_t n);
 temper_status npy_write(const char *path, const shape_t *shape, const float *data, char *err, size_t n);
 
-/* ---- layouts (layout.c): "NCHW", "NCHW16c", "OIHW16i32o" ----
+/* ---- layouts (layout_algebra.c): "NCHW", "NCHW16c", "OIHW16i32o" ----
  * Upper-case letters are the primal axes; a number and a lower-case letter
  * split that axis: NCHW16c holds C as (C/16, 16), the 16 innermost. A split
  * axis whose size the factor does not divide is zero-padded. */

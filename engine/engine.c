@@ -151,7 +151,7 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     size_t kl = strlen(text) + 256;
     char *key = malloc(kl);
     if (!key) { free(text); s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
-    snprintf(key, kl, "%s|%s|%s|vec=%d|schedule=default", text, e->target.triple, e->target.cpu, e->target.vec);
+    snprintf(key, kl, "%s|%s|%s|vec=%d", text, e->target.triple, e->target.cpu, e->target.vec);   /* the text holds the schedule */
     free(text);
     kernel *k = cache_find(e, key);
     for (int j = 0; !k && j < n_todo; j++)

@@ -101,10 +101,6 @@ void workload_key(const conv_workload *w, char *buf, size_t n);
 int workload_from_key(const char *key, conv_workload *w);   /* the inverse; -1 if not a key */
 double workload_flops(const conv_workload *w);
 int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
-/* Winograd: applies to 3×3, stride 1, dilation 1, one group; output tiles
- * of m×m per image; the floats of a config's two scratch tiles (the
- * transformed input V of a tile block, the products M), which the template
- * allocates and space_valid limits */
 /* How a kernel of this workload splits its output over threads: over rows
  * (1) when the input is at least a quarter of the weights' size, else over
  * output channels (0). Consecutive layers that split over rows read what
@@ -137,6 +133,10 @@ void config_layouts(const task_space *s, const sched_config *c, int64_t producer
  * size) and the config itself (attrs->config = c, so c must live as long
  * as the graph: its arena); the schedule attribute is c's printed form */
 void config_set_attrs(const task_space *s, const sched_config *c, const conv_layouts *l, attrs_t *a);
+/* Winograd: applies to 3×3, stride 1, dilation 1, one group; output tiles
+ * of m×m per image; the floats of a config's two scratch tiles (the
+ * transformed input V of a tile block, the products M), which the template
+ * allocates and space_valid limits */
 int winograd_applies(const conv_workload *w);
 int64_t winograd_tiles(const conv_workload *w, int64_t m);
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);

@@ -1,6 +1,6 @@
 /* test_conv_configs.c: every schedule config computes the reference result.
- * A property test: for each conv2d shape (ResNet-50 layers of
- * shared/workloads.md and odd ones), 30 random valid configs of the task's
+ * A property test: for each conv2d shape (ResNet-50's layers, as in
+ * bench/workloads.h, and odd ones), 30 random valid configs of the task's
  * space, each in a randomly chosen setting (NCHW or blocked input, with or
  * without an epilogue, NCHW or blocked output), against the reference
  * interpreter. Seeded: a failure prints the seed, shape and config. */
@@ -21,7 +21,7 @@ enum { CONFIGS_PER_SHAPE = 30 };
 typedef struct shape_case { const char *name; int C, H, W, K, R, S, sh, sw, pt, pl, pb, pr, dh, G; } shape_case;
 
 static const shape_case cases[] = {
-    /* ResNet-50 layers (shared/workloads.md) */
+    /* ResNet-50 layers (bench/workloads.h) */
     {"stem7x7", 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1},
     {"s2_1x1_64", 64, 56, 56, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
     {"s2_3x3_64", 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
