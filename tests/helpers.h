@@ -54,6 +54,24 @@ static inline void parse_fails(const char *text, const char *want) {
   free(err);
 }
 
+/* ---- pass tests: before/expected programs compared as printed text ---- */
+/* runs passes on `before`; the result must print as `expected` does */
+static inline void check_pass(const char *before, const char *expected, temper_status (*pass)(temper_graph *, diag *)) {
+  temper_graph *g = parse_ok(before);
+  diag d = {0};
+  temper_status s = pass(g, &d);
+  if (s) fprintf(stderr, "pass failed: %s\n", d.msg);
+  assert_int_equal(s, TEMPER_OK);
+  temper_graph *e = parse_ok(expected);
+  char *got = temper_graph_print(g), *want = temper_graph_print(e);
+  if (strcmp(got, want)) fprintf(stderr, "got:\n%s\nwant:\n%s\n", got, want);
+  assert_string_equal(got, want);
+  free(got);
+  free(want);
+  temper_graph_destroy(g);
+  temper_graph_destroy(e);
+}
+
 /* ---- a compile engine shared by a test executable (group setup/teardown) ---- */
 #ifdef TEMPER_ENGINE_H
 static temper_engine *engine;

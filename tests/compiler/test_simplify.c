@@ -1,0 +1,31 @@
+/* test_simplify.c: compiler/simplify.c — SimplifyInference, before and expected. */
+#include "helpers.h"
+
+/* SimplifyInference: batch_norm(...).0 → x * scale + shift, reshaped to the axis */
+static void test_simplify_batch_norm(void **state) {
+  (void)state;
+  check_pass("def @main(%x: Tensor[(1, 4, 2, 2), float32], %g: Tensor[(4), float32], %b: Tensor[(4), float32],\n"
+             "          %m: Tensor[(4), float32], %v: Tensor[(4), float32]) {\n"
+             "  %0 = nn.batch_norm(%x, %g, %b, %m, %v, epsilon=0.001f);\n"
+             "  %1 = %0.0;\n"
+             "  %2 = nn.dropout(%1);\n"
+             "  %2.0\n}\n",
+             "def @main(%x: Tensor[(1, 4, 2, 2), float32], %g: Tensor[(4), float32], %b: Tensor[(4), float32],\n"
+             "          %m: Tensor[(4), float32], %v: Tensor[(4), float32]) {\n"
+             "  %0 = add(%v, 0.001f);\n"
+             "  %1 = sqrt(%0);\n"
+             "  %2 = divide(%g, %1);\n"
+             "  %3 = reshape(%2, newshape=[-1, 1, 1]);\n"
+             "  %4 = multiply(%x, %3);\n"
+             "  %5 = multiply(%m, %2);\n"
+             "  %6 = subtract(%b, %5);\n"
+             "  %7 = reshape(%6, newshape=[-1, 1, 1]);\n"
+             "  add(%4, %7)\n}\n",
+             simplify);
+}
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_simplify_batch_norm),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

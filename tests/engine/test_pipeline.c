@@ -1,0 +1,90 @@
+/* test_pipeline.c: engine/pipeline.c and engine/layout.c — the whole
+ * column of passes on a ResNet block, and the layout pass making a
+ * Winograd conv from a config. */
+#include <math.h>
+#include "engine.h"
+#include "helpers.h"
+#include "space.h"
+
+#define HDR "def @main(%x: Tensor[(1, 8, 6, 6), float32], %w: Tensor[(8, 8, 3, 3), float32], %b: Tensor[(8), float32]"
+
+/* the whole pipeline on a basic block: bn folds away, two fused groups */
+static void test_pipeline_resnet_block(void **state) {
+  (void)state;
+  char *t = read_text("examples/resnet_block.relay");
+  temper_graph *g = parse_ok(t);
+  free(t);
+  int n_params = g->main->n_params;
+  float **vals = calloc((size_t)n_params, sizeof(float *));
+  for (int i = 1; i < n_params; i++) {
+    node *p = g->main->params[i];
+    vals[i] = malloc(sizeof(float) * (size_t)shape_numel(&p->ty.shape));
+    data_random_param(vals[i], &p->ty.shape, 7 + (uint64_t)i, 0, data_name_positive(p->name));
+  }
+  diag d = {0};
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+  char *p = print_graph(g);
+  assert_null(strstr(p, "batch_norm"));
+  assert_null(strstr(p, "multiply"));
+  int groups = 0, convs = 0;
+  for (char *q = p; (q = strstr(q, "Primitive=1")); q++) groups++;
+  for (char *q = p; (q = strstr(q, "nn.contrib_conv2d_winograd_without_weight_transform(")); q++) convs++;
+  /* two conv groups; NCHW → NCHW16c at the input and the residual input
+   * NCHW → NCHW32c; the default Winograd config (ic_bn 16) writes NCHW32c,
+   * which the second conv reads as it is (no transform between the convs);
+   * the second conv stores NCHW itself */
+  assert_int_equal(groups, 4);
+  assert_int_equal(convs, 2);
+  assert_non_null(strstr(p, "data_layout=\"NCHW32c\", kernel_layout=\"OHWI32o\", out_layout=\"NCHW32c\", schedule=\"conv2d_winograd:tile=4,ic_bn=16"));
+  assert_null(strstr(p, "src_layout=\"NCHW32c\", dst_layout=\"NCHW16c\""));
+  assert_non_null(strstr(p, "add(%10, %p3)"));   /* the residual add lives in the second conv group */
+  /* 64-channel 3×3 stride-1 convs with constant weights: Winograd by default */
+  assert_non_null(strstr(p, "schedule=\"conv2d_winograd:tile=4,"));
+  free(p);
+  for (int i = 1; i < n_params; i++) free(vals[i]);
+  free(vals);
+  temper_graph_destroy(g);
+}
+/* a Winograd config rewrites the conv2d into the transform (folded to a
+ * constant) and the conv on transformed weights, with its schedule */
+static int choose_wino(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
+                       char *err, size_t n) {
+  (void)ctx, (void)key, (void)site;
+  return config_parse(s, "conv2d_winograd:tile=4,ic_bn=8,oc_bn=8,t_bn=2,par=0,stage=0,unroll_c=0", out, err, n) ? -1 : 1;
+}
+static void test_pipeline_winograd(void **state) {
+  (void)state;
+  temper_graph *g = parse_ok(HDR ") {\n  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n  nn.relu(%0)\n}\n");
+  float *w = malloc(sizeof(float) * 8 * 8 * 9);
+  shape_t ws = {4, {8, 8, 3, 3}};
+  data_random_param(w, &ws, 5, 0, 0);
+  float *vals[3] = {NULL, w, NULL};
+  diag d = {0};
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  pipeline_opts o = {.vec = 16, .choose = choose_wino};
+  assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+  char *p = print_graph(g);
+  assert_non_null(strstr(p, "nn.contrib_conv2d_winograd_without_weight_transform("));
+  assert_non_null(strstr(p, "kernel_layout=\"OHWI8o\""));
+  assert_non_null(strstr(p, "schedule=\"conv2d_winograd:tile=4,"));
+  assert_null(strstr(p, "winograd_weight_transform"));   /* folded */
+  free(p);
+  temper_graph_destroy(g);
+  /* with the weight left a parameter, there is nothing to transform ahead: direct */
+  g = parse_ok(HDR ") {\n  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1]);\n  nn.relu(%0)\n}\n");
+  assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+  p = print_graph(g);
+  assert_null(strstr(p, "winograd"));
+  assert_non_null(strstr(p, "conv2d_nchwc:"));
+  free(p);
+  free(w);
+  temper_graph_destroy(g);
+}
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pipeline_resnet_block),
+      cmocka_unit_test(test_pipeline_winograd),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
