@@ -1,4 +1,4 @@
-/* test_logs.c: sharing tuning logs: export → import → export is the
+/* test_log.c: tuner/log.c, sharing tuning logs: export → import → export is the
  * identity; merge keeps every record once; best-only logs rebuild the same
  * library; every kind of bad line is reported by number and nothing is
  * imported unless --skip-bad; graded target matching. */
