@@ -191,7 +191,11 @@ typedef struct type {
   int n_fields;            /* TY_TUPLE */
   shape_t *fields;
 } type_t;
+/* elements of a tensor: saturates at INT64_MAX instead of wrapping (a
+ * negative dimension counts as huge), so a check against TEMPER_MAX_ELEMS
+ * holds whatever the dimensions */
 int64_t shape_numel(const shape_t *s);
+#define TEMPER_MAX_ELEMS (1ll << 33)   /* the largest tensor a model may declare or compute: 32 GiB of floats */
 int shape_eq(const shape_t *a, const shape_t *b);
 
 /* ---- nodes ---- */
@@ -324,7 +328,9 @@ typedef struct layout_t {
   int factor[8];           /* sub-axis size, 0 for a primal axis */
 } layout_t;
 int layout_block(const char *layout, char axis); /* block factor of lower-case axis, 0 none */
-int layout_parse(const char *s, layout_t *l);    /* 0, or -1 if malformed */
+/* 0, or -1 if malformed: an axis named twice, a sub-axis without its
+ * primal axis or factor, more than TEMPER_MAX_DIMS axes */
+int layout_parse(const char *s, layout_t *l);
 /* physical shape of a tensor whose primal axes `axes` have sizes `dims` */
 int layout_shape(const layout_t *l, const char *axes, const int64_t *dims, shape_t *out);
 #endif

@@ -24,7 +24,10 @@ static void show_line(diag *d, loc_t loc) {
 
 temper_status diag_error(diag *d, loc_t loc, const char *fmt, ...) {
   if (d->status != TEMPER_OK) return d->status;   /* keep the first error */
-  int k = snprintf(d->msg, sizeof d->msg, "%s:%d:%d: error: ", d->path ? d->path : "<input>",
+  /* a path of any length leaves room for the message: its last 250 characters */
+  const char *path = d->path ? d->path : "<input>";
+  size_t pl = strlen(path);
+  int k = snprintf(d->msg, sizeof d->msg, "%s%s:%d:%d: error: ", pl > 250 ? "..." : "", pl > 250 ? path + pl - 250 : path,
                    loc.line, loc.col);
   va_list ap;
   va_start(ap, fmt);

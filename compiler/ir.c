@@ -5,7 +5,11 @@
 
 int64_t shape_numel(const shape_t *s) {
   int64_t n = 1;
-  for (int i = 0; i < s->ndim; i++) n *= s->d[i];
+  for (int i = 0; i < s->ndim; i++) {
+    if (s->d[i] <= 0) return s->d[i] == 0 ? 0 : INT64_MAX;   /* a negative size is as bad as a huge one */
+    if (n > INT64_MAX / s->d[i]) return INT64_MAX;          /* saturates: compared with TEMPER_MAX_ELEMS, never wraps */
+    n *= s->d[i];
+  }
   return n;
 }
 

@@ -7,8 +7,10 @@
 int layout_parse(const char *s, layout_t *l) {
   memset(l, 0, sizeof *l);
   while (*s) {
-    if (l->n == 8) return -1;
+    if (l->n == TEMPER_MAX_DIMS) return -1;   /* a tensor has no more dimensions than that */
     if (isupper((unsigned char)*s)) {
+      for (int i = 0; i < l->n; i++)   /* each primal axis once: NCWW is no layout */
+        if (l->axis[i] == *s) return -1;
       l->axis[l->n++] = *s++;
       continue;
     }

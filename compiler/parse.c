@@ -208,7 +208,7 @@ static temper_status parse_tensor_type(parser *ps, shape_t *sh) {
   if (!is_ident(ps, "float32"))
     return diag_error(ps->d, ps->t.loc, "only float32 tensors are supported");
   TRY(next(ps));
-  if (shape_numel(sh) > (1ll << 33)) return diag_error(ps->d, at, "tensor too large");
+  if (shape_numel(sh) > TEMPER_MAX_ELEMS) return diag_error(ps->d, at, "tensor too large (more than %lld elements)", TEMPER_MAX_ELEMS);
   return expect(ps, "]", "to close the tensor type");
 }
 
@@ -235,8 +235,10 @@ static temper_status parse_type(parser *ps, type_t *ty) {
 }
 
 /* ---- attributes ---- */
-static temper_status parse_int_list(parser *ps, attr_val *v, const char *name) {
+/* an integer or a list of them; lists nest one level (pad_width=[[0, 0], [1, 1]]) */
+static temper_status parse_int_list(parser *ps, attr_val *v, const char *name, int depth) {
   v->n = 0;
+  if (depth > 1) return diag_error(ps->d, ps->t.loc, "attribute '%s': lists nest at most two deep", name);
   if (ps->t.k == T_INT) {
     v->i[v->n++] = ps->t.ival;
     return next(ps);
@@ -247,7 +249,7 @@ static temper_status parse_int_list(parser *ps, attr_val *v, const char *name) {
   while (!is_punct(ps, "]")) {
     if (is_punct(ps, "[")) {   /* nested lists flatten: pad_width=[[0, 0], [1, 1]] */
       attr_val inner;
-      TRY(parse_int_list(ps, &inner, name));
+      TRY(parse_int_list(ps, &inner, name, depth + 1));
       if (v->n + inner.n > 8) return diag_error(ps->d, ps->t.loc, "list too long");
       for (int i = 0; i < inner.n; i++) v->i[v->n++] = inner.i[i];
       if (!is_punct(ps, "]")) TRY(expect(ps, ",", "between list items"));
@@ -297,7 +299,7 @@ static temper_status parse_attr(parser *ps, int op, attrs_t *a, uint64_t *given)
     memcpy(v->s, ps->t.s, (size_t)ps->t.len);
     return next(ps);
   case AK_INT2: {
-    TRY(parse_int_list(ps, v, attr_names[id]));
+    TRY(parse_int_list(ps, v, attr_names[id], 0));
     if (v->n == 1) v->i[1] = v->i[0], v->n = 2;
     if (v->n != 2) return diag_error(ps->d, vl, "attribute '%s' expects 1 or 2 values", attr_names[id]);
     for (int i = 0; i < 2; i++)
@@ -306,7 +308,7 @@ static temper_status parse_attr(parser *ps, int op, attrs_t *a, uint64_t *given)
     return TEMPER_OK;
   }
   case AK_PAD: {   /* Relay: 1 value (all), 2 (top/bottom, left/right), 4 (t, l, b, r) */
-    TRY(parse_int_list(ps, v, attr_names[id]));
+    TRY(parse_int_list(ps, v, attr_names[id], 0));
     if (v->n == 1) v->i[1] = v->i[2] = v->i[3] = v->i[0];
     else if (v->n == 2) v->i[2] = v->i[0], v->i[3] = v->i[1];
     else if (v->n != 4) return diag_error(ps->d, vl, "padding expects 1, 2 or 4 values, got %d", v->n);
@@ -316,7 +318,7 @@ static temper_status parse_attr(parser *ps, int op, attrs_t *a, uint64_t *given)
     return TEMPER_OK;
   }
   case AK_INTS:
-    return parse_int_list(ps, v, attr_names[id]);
+    return parse_int_list(ps, v, attr_names[id], 0);
   }
   return TEMPER_OK;
 }

@@ -46,6 +46,9 @@ static temper_status activation_primal(diag *d, const node *n, const char *what,
       l.n > 5)
     return diag_error(d, n->loc, "%s: %s \"%s\" is not supported for a %d-d input (use NCHW or NCHW<b>c)", ir_op_name(n), what,
                       name, ps->ndim);
+  if (l.n == 5 && ps->d[4] != l.factor[4])
+    return diag_error(d, n->loc, "%s: %s \"%s\" has blocks of %d channels but the input's last dimension is %lld", ir_op_name(n),
+                      what, name, l.factor[4], (long long)ps->d[4]);
   for (int i = 0; i < 4; i++) nchw[i] = ps->d[i];
   if (l.n == 5) nchw[1] *= l.factor[4];
   return TEMPER_OK;
@@ -61,10 +64,14 @@ static temper_status infer_conv2d(diag *d, node *n, shape_t *o) {
   TRY(activation_primal(d, n, "data_layout", dl, &n->args[0]->ty.shape, x));
   layout_t wl, yl;
   const shape_t *w = &n->args[1]->ty.shape;
-  if (layout_parse(kl, &wl) || strncmp(wl.axis, "OIHW", 4) || wl.n != w->ndim || wl.n > 6)
-    return diag_error(d, n->loc, "nn.conv2d: kernel_layout \"%s\" is not supported for a %d-d weight (use OIHW)", kl, w->ndim);
-  if (layout_parse(ol, &yl) || yl.n < 4 || yl.n > 5 || strncmp(yl.axis, "NCHW", 4))
-    return diag_error(d, n->loc, "nn.conv2d: out_layout \"%s\" is not supported", ol);
+  int kl_ok = !layout_parse(kl, &wl) && !strncmp(wl.axis, "OIHW", 4) && wl.n == w->ndim;
+  for (int i = 4; kl_ok && i < wl.n; i++)   /* OIHW<b>i<b>o: blocks of I and O, as the weight's last dimensions */
+    kl_ok = (wl.axis[i] == 'i' || wl.axis[i] == 'o') && wl.factor[i] == w->d[i];
+  if (!kl_ok)
+    return diag_error(d, n->loc, "nn.conv2d: kernel_layout \"%s\" is not supported for a %d-d weight (use OIHW, or OIHW<b>i<b>o "
+                      "with the blocks as its last dimensions)", kl, w->ndim);
+  if (layout_parse(ol, &yl) || yl.n < 4 || yl.n > 5 || strncmp(yl.axis, "NCHW", 4) || (yl.n == 5 && yl.axis[4] != 'c'))
+    return diag_error(d, n->loc, "nn.conv2d: out_layout \"%s\" is not supported (use NCHW or NCHW<b>c)", ol);
   int ob = layout_block(kl, 'o'), ib = layout_block(kl, 'i');
   int64_t C = x[1], G = a->v[ATTR_GROUPS].i[0];
   int64_t K = ob ? a->v[ATTR_CHANNELS].i[0] : w->d[0], Cw = w->d[1] * (ib ? ib : 1), R = w->d[2], S = w->d[3];
@@ -145,8 +152,8 @@ static temper_status infer_conv2d_winograd(diag *d, node *n, shape_t *o) {
     return diag_error(d, n->loc, "%s: the transformed weight should be %s for tile_size=%lld, %lld input and %lld output channels, is %s",
                       ir_op_name(n), sw, (long long)m, (long long)x[1], (long long)K, sg);
   }
-  if (layout_parse(ol, &yl) || yl.n < 4 || yl.n > 5 || strncmp(yl.axis, "NCHW", 4))
-    return diag_error(d, n->loc, "%s: out_layout \"%s\" is not supported", ir_op_name(n), ol);
+  if (layout_parse(ol, &yl) || yl.n < 4 || yl.n > 5 || strncmp(yl.axis, "NCHW", 4) || (yl.n == 5 && yl.axis[4] != 'c'))
+    return diag_error(d, n->loc, "%s: out_layout \"%s\" is not supported (use NCHW or NCHW<b>c)", ir_op_name(n), ol);
   int64_t y[4] = {x[0], K, x[2] + pad[0] + pad[2] - 2, x[3] + pad[1] + pad[3] - 2};
   if (y[2] < 1 || y[3] < 1) return diag_error(d, n->loc, "%s: the 3x3 kernel is larger than the padded input", ir_op_name(n));
   if (yl.n == 5 && K % yl.factor[4])
@@ -204,12 +211,14 @@ static temper_status infer_reshape(diag *d, node *n, shape_t *o) {
       return diag_error(d, n->loc, "reshape: newshape value %lld is not supported", (long long)v);
     }
     o->d[i] = v;
-    known *= v;
+    known = known > TEMPER_MAX_ELEMS / v ? TEMPER_MAX_ELEMS + 1 : known * v;   /* no wrap: too large stays too large */
   }
   int64_t total = shape_numel(x);
   if (infer >= 0) {
     if (known == 0 || total % known) return diag_error(d, n->loc, "reshape: cannot infer -1 for %lld elements", (long long)total);
     o->d[infer] = total / known;
+  } else if (known > TEMPER_MAX_ELEMS) {
+    return diag_error(d, n->loc, "reshape: newshape has more than %lld elements, the input %lld", TEMPER_MAX_ELEMS, (long long)total);
   } else if (known != total) {
     return diag_error(d, n->loc, "reshape: newshape has %lld elements, the input %lld", (long long)known, (long long)total);
   }
@@ -225,6 +234,10 @@ static temper_status infer_layout_transform(diag *d, node *n, shape_t *o) {
   int64_t dims[8];
   if (layout_parse(src, &ls) || layout_parse(dst, &ld) || ls.n != x->ndim)
     return diag_error(d, n->loc, "layout_transform from \"%s\" to \"%s\" is not supported for a %d-d input", src, dst, x->ndim);
+  for (int i = 0; i < ls.n; i++)
+    if (ls.factor[i] && x->d[i] != ls.factor[i])
+      return diag_error(d, n->loc, "layout_transform: src_layout \"%s\" has blocks of %d along '%c' but the input's dimension %d is %lld",
+                        src, ls.factor[i], ls.axis[i], i, (long long)x->d[i]);
   int np = 0;
   for (int i = 0; i < ls.n; i++)
     if (!ls.factor[i]) axes[np++] = ls.axis[i];
@@ -354,6 +367,8 @@ static temper_status infer_op(diag *d, node *n) {
   }
   case OP_COUNT: case OP_FUNCALL: break;
   }
+  if (shape_numel(&o) > TEMPER_MAX_ELEMS)
+    return diag_error(d, n->loc, "%s: the result would have more than %lld elements", ir_op_name(n), TEMPER_MAX_ELEMS);
   n->ty.kind = TY_TENSOR;
   n->ty.shape = o;
   return TEMPER_OK;

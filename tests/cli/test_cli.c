@@ -130,8 +130,37 @@ static void test_npy_round_trip(void **state) {
   scratch_remove(dir);
 }
 
+/* every model in tests/data/bad/ (each once crashed temper: issue 18) is
+ * refused by lower and by run --check with exit 1 and the message its
+ * first line expects, at a file:line:col */
+static void test_bad_models_refused(void **state) {
+  (void)state;
+  result ls = sh("ls tests/data/bad/*.relay");
+  int n = 0;
+  for (char *save, *f = strtok_r(ls.out, "\n", &save); f; f = strtok_r(NULL, "\n", &save), n++) {
+    char *text = read_text(f), want[256] = "";
+    assert_non_null(text);
+    assert_int_equal(sscanf(text, "// expect: %255[^\n]", want), 1);
+    free(text);
+    expect(sh("%s lower %s", TEMPER_BINARY, f), 1, want);
+    expect(sh("%s run %s --check --repeat 1", TEMPER_BINARY, f), 1, want);
+    expect(sh("%s lower %s", TEMPER_BINARY, f), 1, ": error: ");
+  }
+  free(ls.out);
+  assert_true(n >= 8);
+  /* a path of 2 KB: the message keeps its end and the cause */
+  char dir[256], deep[4096];
+  scratch_make(dir, sizeof dir, "temper_longpath");
+  size_t k = (size_t)snprintf(deep, sizeof deep, "%s", dir);
+  for (int i = 0; i < 9; i++) k += (size_t)snprintf(deep + k, sizeof deep - k, "/%0200d", i);
+  expect(sh("mkdir -p %s && cp tests/data/bad/out_layout_no_factor.relay %s/m.relay", deep, deep), 0, NULL);
+  expect(sh("%s lower %s/m.relay", TEMPER_BINARY, deep), 1, "8/m.relay:3:3: error: nn.conv2d: out_layout \"NCHWX\" is not supported");
+  scratch_remove(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bad_models_refused),
       cmocka_unit_test(test_examples_pass_check), cmocka_unit_test(test_lower_seed_shows_two_primitive_functions),
       cmocka_unit_test(test_bad_models_exit_1),   cmocka_unit_test(test_inputs_params_and_outputs),
       cmocka_unit_test(test_npy_round_trip),
