@@ -118,6 +118,15 @@ static temper_status tensor_value(imp *m, const Onnx__TensorProto *t, value *v) 
     raw = ext, raw_len = ext_len;
   }
   temper_status st = TEMPER_OK;
+  if (n > TEMPER_MAX_ELEMS) {
+    free(ext);
+    return node_err(m, "tensor '%s' has more than %lld elements", t->name, TEMPER_MAX_ELEMS);
+  }
+  /* the data must be there before anything is allocated for it */
+  if (t->data_type == ELEM_FLOAT && (raw ? raw_len != (size_t)n * 4 : t->n_float_data != (size_t)n)) {
+    free(ext);
+    return node_err(m, "tensor '%s': expected %lld floats of data, found %zu", t->name, (long long)n, raw ? raw_len / 4 : t->n_float_data);
+  }
   if (t->data_type == ELEM_FLOAT) {
     node *c = ir_const(m->g, &s, NULL);
     if (!c) { free(ext); return diag_fail(m->d, TEMPER_ENOMEM, "out of memory"); }
@@ -145,6 +154,38 @@ static temper_status tensor_value(imp *m, const Onnx__TensorProto *t, value *v) 
   }
   free(ext);
   return st;
+}
+
+/* ---- absent strings ----
+ * proto2's optional strings are NULL when a file leaves them out (a node
+ * without op_type or name, an attribute or a value without a name). They
+ * become "" once, where the model enters, so the importer compares and
+ * prints them without a check at every use; protobuf-c frees them with the
+ * rest (they are malloc'd, as it would have). */
+static int fill(char **s) { return !*s && !(*s = strdup("")); }
+
+static int fill_values(Onnx__ValueInfoProto **v, size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad |= fill(&v[i]->name);
+  return bad;
+}
+
+static int fill_strings(Onnx__ModelProto *mp) {
+  Onnx__GraphProto *g = mp->graph;
+  int bad = 0;
+  for (size_t i = 0; i < mp->n_opset_import; i++) bad |= fill(&mp->opset_import[i]->domain);
+  if (!g) return bad;
+  bad |= fill(&g->name);
+  for (size_t i = 0; i < g->n_node; i++) {
+    Onnx__NodeProto *n = g->node[i];
+    bad |= fill(&n->name) | fill(&n->op_type) | fill(&n->domain);
+    for (size_t k = 0; k < n->n_input; k++) bad |= fill(&n->input[k]);
+    for (size_t k = 0; k < n->n_output; k++) bad |= fill(&n->output[k]);
+    for (size_t k = 0; k < n->n_attribute; k++) bad |= fill(&n->attribute[k]->name);
+  }
+  for (size_t i = 0; i < g->n_initializer; i++) bad |= fill(&g->initializer[i]->name);
+  bad |= fill_values(g->input, g->n_input) | fill_values(g->output, g->n_output) | fill_values(g->value_info, g->n_value_info);
+  return bad;
 }
 
 /* ---- attributes ---- */
@@ -572,7 +613,7 @@ static temper_status check_ops(imp *m, const Onnx__GraphProto *gp) {
       if (!first) continue;
       int count = 0;
       for (size_t j = i; j < gp->n_node; j++) count += !strcmp(gp->node[j]->op_type ? gp->node[j]->op_type : "", op);
-      k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s%s (%d node%s", bad++ ? ", " : "", op, count,
+      k += (size_t)snprintf(msg + k, k < sizeof msg ? sizeof msg - k : 0, "%s%s (%d node%s", bad++ ? ", " : "", op[0] ? op : "(no op_type)", count,
                             count > 1 ? "s" : "");
       for (size_t j = i, shown = 0; j < gp->n_node && (int)shown < names; j++)
         if (!strcmp(gp->node[j]->op_type ? gp->node[j]->op_type : "", op)) {
@@ -692,6 +733,10 @@ temper_status onnx_import(const char *path, temper_graph **out, diag *d) {
   Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, (size_t)size, buf);
   free(buf);
   if (!mp) return diag_fail(d, TEMPER_EINVAL, "%s: not a valid ONNX model (truncated or corrupt protobuf)", path);
+  if (fill_strings(mp)) {
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  }
   imp m = {.d = d, .path = path};
   snprintf(m.dir, sizeof m.dir, "%s", path);
   char *slash = strrchr(m.dir, '/');

@@ -54,6 +54,15 @@ static temper_status activation_primal(diag *d, const node *n, const char *what,
   return TEMPER_OK;
 }
 
+/* strides and dilations of a window op: 1 to 4096 (a stride 0 divides by zero) */
+static temper_status positive_window(diag *d, const node *n, const int64_t *st, const int64_t *dil) {
+  for (int i = 0; i < 2; i++)
+    if (st[i] < 1 || st[i] > 4096 || dil[i] < 1 || dil[i] > 4096)
+      return diag_error(d, n->loc, "%s: strides and dilations must be between 1 and 4096, got strides [%lld, %lld], dilation [%lld, %lld]",
+                        ir_op_name(n), (long long)st[0], (long long)st[1], (long long)dil[0], (long long)dil[1]);
+  return TEMPER_OK;
+}
+
 static temper_status infer_conv2d(diag *d, node *n, shape_t *o) {
   TRY(want_tensor(d, n, 0, -1));
   TRY(want_tensor(d, n, 1, -1));
@@ -91,6 +100,7 @@ static temper_status infer_conv2d(diag *d, node *n, shape_t *o) {
     return diag_error(d, n->loc, "nn.conv2d: kernel_size=[%lld, %lld] but the weight is %lldx%lld",
                       (long long)ks[0], (long long)ks[1], (long long)R, (long long)S);
   const int64_t *st = a->v[ATTR_STRIDES].i, *pad = a->v[ATTR_PADDING].i, *dil = a->v[ATTR_DILATION].i;
+  TRY(positive_window(d, n, st, dil));
   int64_t eh = dil[0] * (R - 1) + 1, ew = dil[1] * (S - 1) + 1;
   int64_t ph = x[2] + pad[0] + pad[2], pw = x[3] + pad[1] + pad[3];
   if (eh > ph || ew > pw)
@@ -172,6 +182,9 @@ static temper_status infer_pool(diag *d, node *n, shape_t *o) {
   if (n->op == OP_GLOBAL_AVG_POOL2D) { o->d[2] = o->d[3] = 1; return TEMPER_OK; }
   const int64_t *k = a->v[ATTR_POOL_SIZE].i, *st = a->v[ATTR_STRIDES].i, *pad = a->v[ATTR_PADDING].i,
                 *dil = a->v[ATTR_DILATION].i;
+  TRY(positive_window(d, n, st, dil));
+  if (k[0] < 1 || k[1] < 1 || k[0] > 4096 || k[1] > 4096)
+    return diag_error(d, n->loc, "%s: pool_size must be between 1 and 4096, got [%lld, %lld]", ir_op_name(n), (long long)k[0], (long long)k[1]);
   for (int i = 0; i < 2; i++) {
     int64_t e = dil[i] * (k[i] - 1) + 1, p = x->d[2 + i] + pad[i] + pad[i + 2];
     if (e > p)

@@ -407,6 +407,35 @@ static void test_errors(void **state) {
     if (!strstr(d.msg, types[t])) fail_msg("%s is not named in: %s", types[t], d.msg);
   unlink(many);
   mb_free(&b);
+  /* absent proto2 strings (a node without op_type, an attribute without a
+   * name), stride 0, huge or dataless initializers: errors, never a crash */
+  one_conv(&b, "");
+  b.nodes[0]->op_type = NULL;
+  import_fails(write_model(&b, "noop.onnx", 13, 0), "unsupported ONNX op: (no op_type) (1 node: 'conv1')");
+  mb_free(&b);
+  one_conv(&b, "");
+  attr_int(&b, b.nodes[0], "group", 1);
+  b.nodes[0]->attribute[0]->name = NULL;
+  b.nodes[0]->name = NULL;
+  Onnx__NodeProto *relu = nodev(&b, "Relu", "r", "_", "z");   /* an empty input name */
+  relu->name = NULL;
+  import_fails(write_model(&b, "noname.onnx", 13, 0), "node '(unnamed)' (Relu): input 1 is missing");
+  mb_free(&b);
+  one_conv(&b, "");
+  attr_ints(&b, b.nodes[0], "strides", 2, (int64_t[]){0, 1});
+  import_fails(write_model(&b, "stride0.onnx", 13, 0), "strides and dilations must be between 1 and 4096, got strides [0, 1]");
+  mb_free(&b);
+  one_conv(&b, "");
+  float one = 1;
+  b.inits[b.n_inits++] = tensor(&b, "huge", 3, (int64_t[]){1, 1, 1}, &one, 0);
+  b.inits[b.n_inits - 1]->dims[0] = 1ll << 31, b.inits[b.n_inits - 1]->dims[1] = 1ll << 31, b.inits[b.n_inits - 1]->dims[2] = 4;
+  import_fails(write_model(&b, "huge.onnx", 13, 0), "tensor 'huge' has more than 8589934592 elements");
+  mb_free(&b);
+  one_conv(&b, "");
+  b.inits[b.n_inits++] = tensor(&b, "empty", 1, (int64_t[]){1}, &one, 0);
+  b.inits[b.n_inits - 1]->dims[0] = 1ll << 30;   /* 4 GiB declared, one float given */
+  import_fails(write_model(&b, "dataless.onnx", 13, 0), "tensor 'empty': expected 1073741824 floats of data, found 1");
+  mb_free(&b);
   /* BatchNormalization in training mode would need the batch's statistics:
    * refused, not run with the stored ones */
   for (int variant = 0; variant < 2; variant++) {
