@@ -84,7 +84,18 @@ static temper_status schema(temper_db *db) {
   if (have_meta) {
     if (sqlite3_prepare_v2(db->h, "SELECT value FROM meta WHERE key='schema_version'", -1, &st, NULL))
       return fail(db, "reading the schema version");
-    if (sqlite3_step(st) == SQLITE_ROW) version = atoi((const char *)sqlite3_column_text(st, 0));
+    if (sqlite3_step(st) == SQLITE_ROW) {
+      const char *text = (const char *)sqlite3_column_text(st, 0);   /* NULL in a crafted file */
+      char *end = NULL;
+      long v = text ? strtol(text, &end, 10) : -1;
+      if (!text || *end || v < 1 || v > 1000000) {
+        sqlite3_finalize(st);
+        snprintf(db->err, sizeof db->err, "%s: the schema version in the meta table is not a number (%s): not a temper database, or a damaged one",
+                 db->path, text ? text : "NULL");
+        return TEMPER_EDB;
+      }
+      version = (int)v;
+    }
     sqlite3_finalize(st);
   }
   if (version > DB_SCHEMA_VERSION) {

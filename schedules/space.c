@@ -102,12 +102,29 @@ void workload_key(const conv_workload *w, char *buf, size_t n) {
            (long long)w->pr, (long long)w->dh, (long long)w->dw, (long long)w->G);
 }
 
+int workload_valid(const conv_workload *w, char *why, size_t n) {
+  const char *bad = NULL;
+  if (w->N < 1 || w->C < 1 || w->H < 1 || w->W < 1 || w->K < 1 || w->R < 1 || w->S < 1 || w->G < 1) bad = "sizes must be positive";
+  else if (w->N > 4096 || w->C > 1 << 20 || w->K > 1 << 20 || w->H > 1 << 16 || w->W > 1 << 16 || w->R > 64 || w->S > 64)
+    bad = "a size is out of range";
+  else if (w->sh < 1 || w->sw < 1 || w->dh < 1 || w->dw < 1 || w->sh > 4096 || w->sw > 4096 || w->dh > 4096 || w->dw > 4096)
+    bad = "strides and dilations must be between 1 and 4096";
+  else if (w->pt < 0 || w->pl < 0 || w->pb < 0 || w->pr < 0 || w->pt > 4096 || w->pl > 4096 || w->pb > 4096 || w->pr > 4096)
+    bad = "padding must be between 0 and 4096";
+  else if (w->C % w->G || w->K % w->G) bad = "groups must divide the input and output channels";
+  else if (w->dh * (w->R - 1) + 1 > w->H + w->pt + w->pb || w->dw * (w->S - 1) + 1 > w->W + w->pl + w->pr)
+    bad = "the kernel is larger than the padded input";
+  if (bad && why) snprintf(why, n, "%s", bad);
+  return bad ? -1 : 0;
+}
+
 int workload_from_key(const char *key, conv_workload *w) {
   long long v[16];
   int n = sscanf(key, "conv2d_n%lld_c%lld_h%lld_w%lld_k%lld_r%llds%lld_st%lldx%lld_p%lldx%lldx%lldx%lld_d%lldx%lld_g%lld_f32_nchw", &v[0],
                  &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14], &v[15]);
   if (n != 16) return -1;
   *w = (conv_workload){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12], v[13], v[14], v[15]};
+  if (workload_valid(w, NULL, 0)) return -1;   /* a key from a database or a log: every number checked */
   char back[256];
   workload_key(w, back, sizeof back);
   return strcmp(back, key) ? -1 : 0;

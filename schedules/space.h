@@ -98,7 +98,11 @@ typedef struct sched_config {
 /* The workload of a conv2d node (any layout); -1 if it is not one. */
 int workload_of(const node *conv, conv_workload *w);
 void workload_key(const conv_workload *w, char *buf, size_t n);
-int workload_from_key(const char *key, conv_workload *w);   /* the inverse; -1 if not a key */
+/* 0 if w is a conv2d temper can compile (every size in range, groups
+ * dividing the channels, the window inside the padded input), else -1
+ * with the reason in why (may be NULL): for workloads from elsewhere */
+int workload_valid(const conv_workload *w, char *why, size_t n);
+int workload_from_key(const char *key, conv_workload *w);   /* the inverse; -1 if not a valid workload's key */
 double workload_flops(const conv_workload *w);
 int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
 /* How a kernel of this workload splits its output over threads: over rows

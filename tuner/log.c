@@ -144,13 +144,9 @@ static int desc_workload(json_t *d, conv_workload *w, line_err *e) {
                        json_integer_value(json_array_get(pad, 1)), json_integer_value(json_array_get(pad, 2)),
                        json_integer_value(json_array_get(pad, 3)), json_integer_value(json_array_get(dil, 0)),
                        json_integer_value(json_array_get(dil, 1)), g};
-  for (int i = 0; i < 16; i++)
-    if (((int64_t *)w)[i] <= 0 && i != 9 && i != 10 && i != 11 && i != 12) {
-      snprintf(e->msg, sizeof e->msg, "workload.description: sizes must be positive");
-      return -1;
-    }
-  if (w->C % w->G || w->K % w->G || w->C > 1 << 20 || w->H > 1 << 16 || w->W > 1 << 16 || w->R > 64 || w->S > 64) {
-    snprintf(e->msg, sizeof e->msg, "workload.description: not a valid conv2d");
+  char why[128];
+  if (workload_valid(w, why, sizeof why)) {
+    snprintf(e->msg, sizeof e->msg, "workload.description: %s", why);
     return -1;
   }
   return 0;

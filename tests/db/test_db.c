@@ -199,6 +199,10 @@ static void test_corrupt_and_foreign_files(void **state) {
   assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_EDB);
   assert_non_null(strstr(err, "not a temper one"));
   clean();
+  sql("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES('schema_version', NULL)");
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_EDB);   /* once atoi(NULL) */
+  assert_non_null(strstr(err, "the schema version in the meta table is not a number (NULL)"));
+  clean();
   assert_int_equal(temper_db_open("/nonexistent/dir/x.db", &versions, &db, err, sizeof err), TEMPER_EDB);
   assert_non_null(strstr(err, "/nonexistent/dir/x.db"));
 }

@@ -96,7 +96,7 @@ static void test_bad_lines(void **state) {
   good[strcspn(good, "\n")] = 0;
   free(r.out);
   /* variants of the good line, each broken in one way */
-  char broken[6][8192];
+  char broken[7][8192];
   snprintf(broken[0], 8192, "%.*s", (int)strlen(good) - 5, good);   /* truncated JSON */
   char *p;
   str_copy(broken[1], 8192, good);
@@ -113,11 +113,14 @@ static void test_bad_lines(void **state) {
   str_copy(broken[5], 8192, good);
   p = strstr(broken[5], "\"template\":\"conv2d_nchwc\"");
   memcpy(p + 12, "conv2d_xxxxx", 12);                               /* an unknown template */
-  const char *lines[8] = {good, broken[0], broken[1], broken[2], broken[3], broken[4], broken[5], ""};
-  write_lines("bad.jsonl", lines, 8);
+  p = strstr(good, "\"padding\":[") + 11;                            /* padding of 2^40: overflowed the output size */
+  snprintf(broken[6], 8192, "%.*s1099511627776%s", (int)(p - good), good, p + strcspn(p, ","));
+  const char *lines[9] = {good, broken[0], broken[1], broken[2], broken[3], broken[4], broken[5], broken[6], ""};
+  write_lines("bad.jsonl", lines, 9);
   r = sh("%s db import %s/fresh.db %s/bad.jsonl", T, dir, dir);
   assert_int_equal(r.code, 1);
-  assert_non_null(strstr(r.out, "6 bad lines, nothing imported"));
+  assert_non_null(strstr(r.out, "7 bad lines, nothing imported"));
+  assert_non_null(strstr(r.out, "bad.jsonl:8: workload.description: padding must be between 0 and 4096"));
   assert_non_null(strstr(r.out, "bad.jsonl:2: column"));
   assert_non_null(strstr(r.out, "bad.jsonl:3: field threads: missing"));
   assert_non_null(strstr(r.out, "bad.jsonl:4: field threads: expected an integer"));
@@ -126,7 +129,7 @@ static void test_bad_lines(void **state) {
   assert_non_null(strstr(r.out, "bad.jsonl:7: unknown template \"conv2d_xxxxx\""));
   free(r.out);
   expect(sh("sqlite3 %s/fresh.db 'SELECT count(*) FROM records'", dir), 0, "0");
-  expect(sh("%s db import %s/fresh.db %s/bad.jsonl --skip-bad", T, dir, dir), 0, "1 imported, 0 duplicates skipped, 6 bad lines skipped");
+  expect(sh("%s db import %s/fresh.db %s/bad.jsonl --skip-bad", T, dir, dir), 0, "1 imported, 0 duplicates skipped, 7 bad lines skipped");
   expect(sh("sqlite3 %s/fresh.db 'SELECT count(*) FROM records'", dir), 0, "1");
 }
 
