@@ -141,6 +141,22 @@ static void sql_tmpl_version(sqlite3_context *ctx, int argc, sqlite3_value **arg
   sqlite3_result_int(ctx, t ? db_tmpl_version(sqlite3_user_data(ctx), t) : -1);
 }
 
+/* PRAGMA quick_check: a damaged file is refused before anything reads it */
+static temper_status quick_check(temper_db *db) {
+  sqlite3_stmt *st;
+  if (sqlite3_prepare_v2(db->h, "PRAGMA quick_check(1)", -1, &st, NULL)) return fail(db, "checking the file");
+  int rc = sqlite3_step(st);
+  const char *r = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+  temper_status s = TEMPER_OK;
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) s = fail(db, "checking the file");
+  else if (r && strcmp(r, "ok")) {
+    snprintf(db->err, sizeof db->err, "%s: the database is damaged (quick_check: %.200s)", db->path, r);
+    s = TEMPER_EDB;
+  }
+  sqlite3_finalize(st);
+  return s;
+}
+
 temper_status temper_db_open(const char *path, const db_versions *v, temper_db **out, char *err, size_t n) {
   *out = NULL;
   temper_db *db = calloc(1, sizeof *db);
@@ -153,13 +169,20 @@ temper_status temper_db_open(const char *path, const db_versions *v, temper_db *
     goto out;
   }
   sqlite3_busy_timeout(db->h, 30000);
-  sqlite3_create_function(db->h, "temper_tmpl_version", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, db, sql_tmpl_version, NULL, NULL);
+  /* a database may come from elsewhere: no writes to the schema or shadow
+   * tables by SQL, and nothing in its schema (views, triggers) runs
+   * functions that are not harmless */
+  sqlite3_db_config(db->h, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+  sqlite3_db_config(db->h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+  sqlite3_create_function(db->h, "temper_tmpl_version", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, db,
+                          sql_tmpl_version, NULL, NULL);
   sqlite3_extended_result_codes(db->h, 1);
   /* the first read tells a corrupt or foreign file apart */
   if (exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")) {
     s = fail(db, "not a usable SQLite database");
     goto out;
   }
+  if ((s = quick_check(db))) goto out;
   if (exec(db, "BEGIN IMMEDIATE")) { s = fail(db, "cannot lock for the schema check"); goto out; }
   s = schema(db);
   if (s) exec(db, "ROLLBACK");

@@ -207,10 +207,36 @@ static void test_corrupt_and_foreign_files(void **state) {
   assert_non_null(strstr(err, "/nonexistent/dir/x.db"));
 }
 
+/* a temper database whose pages were damaged after it was written is
+ * refused at open (PRAGMA quick_check), before any query reads it */
+static void test_damaged_file_refused(void **state) {
+  (void)state;
+  clean();
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
+  temper_db_close(db);
+  /* a table of many pages, then garbage over a page in its middle */
+  sql("PRAGMA journal_mode=DELETE; CREATE TABLE filler(x TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) "
+      "INSERT INTO filler SELECT printf('%0200d', i) FROM n; CREATE INDEX filler_x ON filler(x);");
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  fseek(f, 4096 * 40 + 100, SEEK_SET);
+  for (int i = 0; i < 2000; i++) fputc(0x5a, f);
+  fclose(f);
+  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_EDB);
+  assert_null(db);
+  if (!strstr(err, "damaged") && !strstr(err, "malformed")) fprintf(stderr, "%s\n", err);
+  assert_true(strstr(err, "damaged") || strstr(err, "malformed"));
+  assert_non_null(strstr(err, path));
+  clean();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records_and_best), cmocka_unit_test(test_future_schema_refused),
       cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_choices), cmocka_unit_test(test_corrupt_and_foreign_files),
+      cmocka_unit_test(test_damaged_file_refused),
   };
   int rc = cmocka_run_group_tests(tests, setup, NULL);
   clean();
