@@ -730,8 +730,14 @@ temper_status onnx_import(const char *path, temper_graph **out, diag *d) {
     free(buf);
     return diag_fail(d, size <= 0 ? TEMPER_EINVAL : TEMPER_EIO, "%s: %s", path, size <= 0 ? "empty file" : "cannot read");
   }
-  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, (size_t)size, buf);
+  temper_status s = onnx_import_mem(buf, (size_t)size, path, out, d);
   free(buf);
+  return s;
+}
+
+temper_status onnx_import_mem(const void *data, size_t size, const char *path, temper_graph **out, diag *d) {
+  *out = NULL;
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, size, data);
   if (!mp) return diag_fail(d, TEMPER_EINVAL, "%s: not a valid ONNX model (truncated or corrupt protobuf)", path);
   if (fill_strings(mp)) {
     onnx__model_proto__free_unpacked(mp, NULL);

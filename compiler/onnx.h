@@ -9,4 +9,7 @@
  * constants); the graph's remaining inputs are main's parameters. Errors name
  * the file and the node. */
 temper_status onnx_import(const char *path, temper_graph **out, diag *d);
+/* the same from a model in memory; path names it in messages and locates
+ * external data */
+temper_status onnx_import_mem(const void *data, size_t size, const char *path, temper_graph **out, diag *d);
 #endif
