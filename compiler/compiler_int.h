@@ -307,14 +307,19 @@ int data_name_positive(const char *name);
 uint64_t data_hash(const void *p, size_t n, uint64_t h);
 uint64_t data_hash_name(const char *s);   /* data_hash of a string from DATA_HASH_INIT */
 double data_now(void);                    /* seconds on the monotonic clock */
+/* a growing string: strbuf_printf appends; an allocation failure sticks
+ * (failed) and later appends do nothing; free(s) when done */
+typedef struct strbuf { char *s; size_t len, cap; int failed; } strbuf;
+void strbuf_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 double data_checksum(const float *x, int64_t n);
 /* How far got is from want: max |got - want| in *abs_err (may be NULL) and,
  * returned, that over max |want| (normwise relative error; the absolute
  * error where want is all zero). Equal infinities and NaN against NaN count
  * as equal; any other NaN as an infinite error. */
 double data_rel_error(const float *got, const float *want, int64_t n, double *abs_err);
-/* a whole file, NUL-terminated (malloc'd); NULL with a message in err */
-char *data_read_file(const char *path, size_t *len, char *err, size_t n);
+/* a whole text file, NUL-terminated (malloc'd); NULL with a message in err
+ * (it cannot be read, or it holds NUL bytes: not text) */
+char *data_read_text(const char *path, char *err, size_t n);
 temper_status npy_read(const char *path, shape_t *shape, float **data, char *err, size_t n);
 temper_status npy_write(const char *path, const shape_t *shape, const float *data, char *err, size_t n);
 

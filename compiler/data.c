@@ -1,5 +1,6 @@
 /* data.c: PCG32 (O'Neill's pcg32_random_r) and seeded tensor data. */
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ int data_name_positive(const char *name) {
   return strstr(name, "var") || strstr(name, "gamma") || strstr(name, "scale") || strstr(name, "std");
 }
 
-char *data_read_file(const char *path, size_t *len, char *err, size_t n) {
+char *data_read_text(const char *path, char *err, size_t n) {
   FILE *f = fopen(path, "rb");
   if (!f) { snprintf(err, n, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
   size_t cap = 1 << 16, k = 0;
@@ -98,6 +99,27 @@ char *data_read_file(const char *path, size_t *len, char *err, size_t n) {
   fclose(f);
   if (!buf) { snprintf(err, n, "%s: out of memory", path); return NULL; }
   buf[k] = 0;
-  if (len) *len = k;
+  if (strlen(buf) != k) {
+    snprintf(err, n, "%s: not a text file (it contains NUL bytes)", path);
+    free(buf);
+    return NULL;
+  }
   return buf;
+}
+
+void strbuf_printf(strbuf *b, const char *fmt, ...) {
+  if (b->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) { b->failed = 1; return; }
+    if (b->s && b->len + (size_t)n < b->cap) { b->len += (size_t)n; return; }
+    size_t nc = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
+    char *ns = realloc(b->s, nc);
+    if (!ns) { b->failed = 1; return; }
+    b->s = ns;
+    b->cap = nc;
+  }
 }

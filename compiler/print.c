@@ -5,63 +5,43 @@
 #include <string.h>
 #include "compiler_int.h"
 
-typedef struct sb { char *s; size_t len, cap; int failed; } sb;
-
-static void sb_printf(sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sb *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->s ? b->s + b->len : NULL, b->s ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) { b->failed = 1; return; }
-    if (b->s && b->len + (size_t)n < b->cap) { b->len += (size_t)n; return; }
-    size_t nc = (b->cap ? b->cap * 2 : 1024) + (size_t)n;
-    char *ns = realloc(b->s, nc);
-    if (!ns) { b->failed = 1; return; }
-    b->s = ns;
-    b->cap = nc;
-  }
-}
-
 typedef struct printer {
-  sb out;
+  strbuf out;
   int *num;        /* binding number per node id, -1 if none */
   int counter;
   int n_meta;
 } printer;
 
-static void print_shape(sb *b, const shape_t *s) {
-  if (s->ndim == 0) { sb_printf(b, "float32"); return; }
-  sb_printf(b, "Tensor[(");
-  for (int i = 0; i < s->ndim; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)s->d[i]);
-  sb_printf(b, "), float32]");
+static void print_shape(strbuf *b, const shape_t *s) {
+  if (s->ndim == 0) { strbuf_printf(b, "float32"); return; }
+  strbuf_printf(b, "Tensor[(");
+  for (int i = 0; i < s->ndim; i++) strbuf_printf(b, "%s%lld", i ? ", " : "", (long long)s->d[i]);
+  strbuf_printf(b, "), float32]");
 }
 
-static void print_ty(sb *b, const type_t *t) {
+static void print_ty(strbuf *b, const type_t *t) {
   if (t->kind == TY_TUPLE) {
-    sb_printf(b, "(");
+    strbuf_printf(b, "(");
     for (int i = 0; i < t->n_fields; i++) {
-      if (i) sb_printf(b, ", ");
+      if (i) strbuf_printf(b, ", ");
       print_shape(b, &t->fields[i]);
     }
-    sb_printf(b, "%s)", t->n_fields == 1 ? "," : "");
+    strbuf_printf(b, "%s)", t->n_fields == 1 ? "," : "");
   } else {
     print_shape(b, &t->shape);
   }
 }
 
 void print_type(char *buf, size_t n, const type_t *t) {
-  sb b = {0};
+  strbuf b = {0};
   print_ty(&b, t);
   snprintf(buf, n, "%s", b.s ? b.s : "?");
   free(b.s);
 }
 
-static void print_float(sb *b, double f) { sb_printf(b, "%.9gf", f); }
+static void print_float(strbuf *b, double f) { strbuf_printf(b, "%.9gf", f); }
 
-static void print_attrs(sb *b, const node *n) {
+static void print_attrs(strbuf *b, const node *n) {
   attrs_t def;
   ops_default_attrs(n->op, &def);
   for (int id = 0; id < ATTR_COUNT; id++) {
@@ -69,69 +49,69 @@ static void print_attrs(sb *b, const node *n) {
     const attr_val *v = &n->attrs->v[id], *dv = &def.v[id];
     int same = v->n == dv->n && !memcmp(v->i, dv->i, sizeof v->i) && v->f == dv->f && !strcmp(v->s, dv->s);
     if (same) continue;
-    sb_printf(b, ", %s=", attr_names[id]);
+    strbuf_printf(b, ", %s=", attr_names[id]);
     switch (attr_kinds[id]) {
-    case AK_INT: sb_printf(b, "%lld", (long long)v->i[0]); break;
-    case AK_BOOL: sb_printf(b, "%s", v->i[0] ? "True" : "False"); break;
+    case AK_INT: strbuf_printf(b, "%lld", (long long)v->i[0]); break;
+    case AK_BOOL: strbuf_printf(b, "%s", v->i[0] ? "True" : "False"); break;
     case AK_FLOAT: print_float(b, v->f); break;
-    case AK_STR: sb_printf(b, "\"%s\"", v->s); break;
+    case AK_STR: strbuf_printf(b, "\"%s\"", v->s); break;
     case AK_INT2: case AK_PAD: case AK_INTS:
-      sb_printf(b, "[");
-      for (int i = 0; i < v->n; i++) sb_printf(b, "%s%lld", i ? ", " : "", (long long)v->i[i]);
-      sb_printf(b, "]");
+      strbuf_printf(b, "[");
+      for (int i = 0; i < v->n; i++) strbuf_printf(b, "%s%lld", i ? ", " : "", (long long)v->i[i]);
+      strbuf_printf(b, "]");
       break;
     }
   }
 }
 
 static void print_ref(printer *p, const node *n) {
-  if (n->kind == N_VAR) sb_printf(&p->out, "%%%s", n->name);
+  if (n->kind == N_VAR) strbuf_printf(&p->out, "%%%s", n->name);
   else if (n->kind == N_CONST && n->ty.shape.ndim == 0) print_float(&p->out, n->data[0]);
-  else if (n->kind == N_CONST) sb_printf(&p->out, "meta[relay.Constant][%d]", p->num[n->id]);
-  else if (p->num[n->id] >= 0) sb_printf(&p->out, "%%%d", p->num[n->id]);
-  else sb_printf(&p->out, "<unbound>");
+  else if (n->kind == N_CONST) strbuf_printf(&p->out, "meta[relay.Constant][%d]", p->num[n->id]);
+  else if (p->num[n->id] >= 0) strbuf_printf(&p->out, "%%%d", p->num[n->id]);
+  else strbuf_printf(&p->out, "<unbound>");
 }
 
 static void print_fn(printer *p, const node *fn, int indent, int is_main);
 
 /* the right-hand side of a binding (or the result expression) */
 static void print_value(printer *p, const node *n, int indent) {
-  sb *b = &p->out;
+  strbuf *b = &p->out;
   switch (n->kind) {
   case N_CALL:
     if (n->op >= 0) {
-      sb_printf(b, "%s(", ops_table[n->op].name);
-      if (n->op == OP_CONCATENATE) sb_printf(b, "(");
+      strbuf_printf(b, "%s(", ops_table[n->op].name);
+      if (n->op == OP_CONCATENATE) strbuf_printf(b, "(");
       for (int i = 0; i < n->n_args; i++) {
-        if (i) sb_printf(b, ", ");
+        if (i) strbuf_printf(b, ", ");
         print_ref(p, n->args[i]);
       }
-      if (n->op == OP_CONCATENATE) sb_printf(b, n->n_args == 1 ? ",)" : ")");
+      if (n->op == OP_CONCATENATE) strbuf_printf(b, n->n_args == 1 ? ",)" : ")");
       print_attrs(b, n);
     } else {
       print_ref(p, n->callee);
-      sb_printf(b, "(");
+      strbuf_printf(b, "(");
       for (int i = 0; i < n->n_args; i++) {
-        if (i) sb_printf(b, ", ");
+        if (i) strbuf_printf(b, ", ");
         print_ref(p, n->args[i]);
       }
     }
-    sb_printf(b, ")");
+    strbuf_printf(b, ")");
     break;
   case N_TUPLE:
-    sb_printf(b, "(");
+    strbuf_printf(b, "(");
     for (int i = 0; i < n->n_args; i++) {
-      if (i) sb_printf(b, ", ");
+      if (i) strbuf_printf(b, ", ");
       print_ref(p, n->args[i]);
     }
-    sb_printf(b, "%s)", n->n_args == 1 ? "," : "");
+    strbuf_printf(b, "%s)", n->n_args == 1 ? "," : "");
     break;
   case N_GETITEM:
     print_ref(p, n->args[0]);
-    sb_printf(b, ".%d", n->index);
+    strbuf_printf(b, ".%d", n->index);
     break;
   case N_FUNC:
-    sb_printf(b, "fn ");
+    strbuf_printf(b, "fn ");
     print_fn(p, n, indent, 0);
     break;
   case N_CONST:
@@ -145,20 +125,20 @@ static void print_value(printer *p, const node *n, int indent) {
 }
 
 static void print_fn(printer *p, const node *fn, int indent, int is_main) {
-  sb *b = &p->out;
-  sb_printf(b, "(");
+  strbuf *b = &p->out;
+  strbuf_printf(b, "(");
   for (int i = 0; i < fn->n_params; i++) {
-    sb_printf(b, "%s%%%s: ", i ? ", " : "", fn->params[i]->name);
+    strbuf_printf(b, "%s%%%s: ", i ? ", " : "", fn->params[i]->name);
     print_ty(b, &fn->params[i]->ty);
   }
-  if (fn->primitive) sb_printf(b, "%sPrimitive=1", fn->n_params ? ", " : "");
-  sb_printf(b, ")");
+  if (fn->primitive) strbuf_printf(b, "%sPrimitive=1", fn->n_params ? ", " : "");
+  strbuf_printf(b, ")");
   const type_t *rt = fn->body && fn->body->ty.kind != TY_NONE ? &fn->body->ty : &fn->ret_ty_decl;
   if (rt->kind != TY_NONE) {
-    sb_printf(b, " -> ");
+    strbuf_printf(b, " -> ");
     print_ty(b, rt);
   }
-  sb_printf(b, " {\n");
+  strbuf_printf(b, " {\n");
   arena scratch = {0};
   int n = 0;
   node **order = ir_topo(&scratch, fn->body, &n);
@@ -172,13 +152,13 @@ static void print_fn(printer *p, const node *fn, int indent, int is_main) {
       continue;
     }
     p->num[x->id] = p->counter++;
-    sb_printf(b, "%*s%%%d = ", indent + 2, "", p->num[x->id]);
+    strbuf_printf(b, "%*s%%%d = ", indent + 2, "", p->num[x->id]);
     print_value(p, x, indent + 2);
-    sb_printf(b, ";\n");
+    strbuf_printf(b, ";\n");
   }
-  sb_printf(b, "%*s", indent + 2, "");
+  strbuf_printf(b, "%*s", indent + 2, "");
   print_value(p, fn->body, indent + 2);
-  sb_printf(b, "\n%*s}", indent, "");
+  strbuf_printf(b, "\n%*s}", indent, "");
   (void)is_main;
   arena_free(&scratch);
 }
@@ -202,10 +182,10 @@ char *print_func(const node *fn, int is_main) {
   p.num = malloc(sizeof(int) * (size_t)(max_id + 1));
   if (!p.num || scratch.failed) { arena_free(&scratch); free(p.num); return NULL; }
   for (int i = 0; i <= max_id; i++) p.num[i] = -1;
-  if (is_main) sb_printf(&p.out, "#[version = \"0.0.5\"]\ndef @main");
-  else sb_printf(&p.out, "fn ");
+  if (is_main) strbuf_printf(&p.out, "#[version = \"0.0.5\"]\ndef @main");
+  else strbuf_printf(&p.out, "fn ");
   print_fn(&p, fn, 0, is_main);
-  sb_printf(&p.out, "\n");
+  strbuf_printf(&p.out, "\n");
   arena_free(&scratch);
   free(p.num);
   if (p.out.failed) { free(p.out.s); return NULL; }

@@ -13,7 +13,6 @@
  * and prime as well as round, groups from 1 to depthwise, inputs down to
  * 1×1. The result is every value no op consumed (a tuple when there are
  * several), so nothing computed goes unchecked. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,31 +29,11 @@ typedef struct val {
   int used;            /* consumed by a later op */
 } val;
 
-typedef struct sbuf { char *s; size_t n, cap; int failed; } sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...) {
-  if (b->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) { b->failed = 1; return; }
-    if (b->s && b->n + (size_t)k < b->cap) { b->n += (size_t)k; return; }
-    size_t nc = (b->cap + (size_t)k + 1) * 2;
-    char *ns = realloc(b->s, nc);
-    if (!ns) { b->failed = 1; return; }
-    b->s = ns;
-    b->cap = nc;
-  }
-}
-
 typedef struct gen {
   pcg32 rng;
   const dt_gen_opts *o;
-  sbuf params;         /* ", %w1: Tensor[...]" */
-  sbuf body;           /* "  %1 = ...;\n" */
+  strbuf params;         /* ", %w1: Tensor[...]" */
+  strbuf body;           /* "  %1 = ...;\n" */
   val v[MAX_VALUES];
   int n;
   int next_id;
@@ -67,7 +46,7 @@ static int pick_of(gen *g, const int *xs, int n) { return xs[rnd(g, n)]; }
 /* a new parameter; its name carries the id so names are unique */
 static void param(gen *g, char *name, size_t n, const char *stem, int id, const char *shape) {
   snprintf(name, n, "%%%s%d", stem, id);
-  sb_printf(&g->params, ",\n          %s: Tensor[%s, float32]", name, shape);
+  strbuf_printf(&g->params, ",\n          %s: Tensor[%s, float32]", name, shape);
 }
 
 /* a value made by the binding named `name` */
@@ -117,7 +96,7 @@ static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
     case 0:
       snprintf(sh, sizeof sh, "(%lld)", (long long)shape->C);
       param(g, p, sizeof p, "bias", t, sh);
-      sb_printf(&g->body, "  %%%d = nn.bias_add(%s, %s);\n", t, cur, p);
+      strbuf_printf(&g->body, "  %%%d = nn.bias_add(%s, %s);\n", t, cur, p);
       break;
     case 1:
       snprintf(sh, sizeof sh, "(%lld)", (long long)shape->C);
@@ -125,27 +104,27 @@ static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
       param(g, q, sizeof q, "bn_beta", t, sh);
       param(g, r, sizeof r, "bn_mean", t, sh);
       param(g, u, sizeof u, "bn_var", t, sh);
-      sb_printf(&g->body, "  %%%d = nn.batch_norm(%s, %s, %s, %s, %s);\n", t, cur, p, q, r, u);
+      strbuf_printf(&g->body, "  %%%d = nn.batch_norm(%s, %s, %s, %s, %s);\n", t, cur, p, q, r, u);
       t = g->next_id++;
-      sb_printf(&g->body, "  %%%d = %%%d.0;\n", t, t - 1);
+      strbuf_printf(&g->body, "  %%%d = %%%d.0;\n", t, t - 1);
       break;
-    case 2: sb_printf(&g->body, "  %%%d = nn.relu(%s);\n", t, cur); break;
-    case 3: sb_printf(&g->body, "  %%%d = clip(%s, a_min=%df, a_max=%df);\n", t, cur, -rnd(g, 3), 1 + rnd(g, 6)); break;
+    case 2: strbuf_printf(&g->body, "  %%%d = nn.relu(%s);\n", t, cur); break;
+    case 3: strbuf_printf(&g->body, "  %%%d = clip(%s, a_min=%df, a_max=%df);\n", t, cur, -rnd(g, 3), 1 + rnd(g, 6)); break;
     case 4:
       snprintf(sh, sizeof sh, "(%lld, 1, 1)", (long long)shape->C);
       param(g, p, sizeof p, "mul", t, sh);
-      sb_printf(&g->body, "  %%%d = multiply(%s, %s);\n", t, cur, p);
+      strbuf_printf(&g->body, "  %%%d = multiply(%s, %s);\n", t, cur, p);
       break;
     default: {   /* residual: an earlier value of the same shape, else skip */
       int cand[MAX_VALUES], c = 0;
       for (int i = 0; i < g->n; i++)
         if (g->v[i].rank == 4 && g->v[i].N == shape->N && g->v[i].C == shape->C && g->v[i].H == shape->H && g->v[i].W == shape->W)
           cand[c++] = i;
-      if (!c) { sb_printf(&g->body, "  %%%d = nn.relu(%s);\n", t, cur); break; }
+      if (!c) { strbuf_printf(&g->body, "  %%%d = nn.relu(%s);\n", t, cur); break; }
       val *o = &g->v[cand[rnd(g, c)]];
       o->used = 1;
-      if (chance(g, 50)) sb_printf(&g->body, "  %%%d = add(%s, %s);\n", t, cur, o->name);
-      else sb_printf(&g->body, "  %%%d = add(%s, %s);\n", t, o->name, cur);
+      if (chance(g, 50)) strbuf_printf(&g->body, "  %%%d = add(%s, %s);\n", t, cur, o->name);
+      else strbuf_printf(&g->body, "  %%%d = add(%s, %s);\n", t, o->name, cur);
     }
     }
     snprintf(cur, n, "%%%d", g->next_id - 1);
@@ -184,7 +163,7 @@ static int gen_conv(gen *g) {
   char w[32], sh_[96], cur[32];
   snprintf(sh_, sizeof sh_, "(%lld, %lld, %lld, %lld)", (long long)K, (long long)(C / G), (long long)R, (long long)S);
   param(g, w, sizeof w, "w", id, sh_);
-  sb_printf(&g->body, "  %%%d = nn.conv2d(%s, %s, strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
+  strbuf_printf(&g->body, "  %%%d = nn.conv2d(%s, %s, strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld], dilation=[%lld, %lld], "
                       "groups=%lld, channels=%lld, kernel_size=[%lld, %lld]);\n",
             id, x->name, w, (long long)sh, (long long)sw, (long long)pt, (long long)pl, (long long)pb, (long long)pr, (long long)dh,
             (long long)dw, (long long)G, (long long)K, (long long)R, (long long)S);
@@ -201,7 +180,7 @@ static void gen_pool(gen *g) {
   x->used = 1;
   int id = g->next_id++;
   if (kind == 4) {
-    sb_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", id, x->name);
+    strbuf_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", id, x->name);
     add_val_id(g, id, 4, x->N, x->C, 1, 1);
     return;
   }
@@ -216,7 +195,7 @@ static void gen_pool(gen *g) {
     if ((OW - 1) * st >= x->W + pl) OW--;
   }
   int avg = kind >= 2;
-  sb_printf(&g->body, "  %%%d = nn.%s_pool2d(%s, pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld]%s%s);\n",
+  strbuf_printf(&g->body, "  %%%d = nn.%s_pool2d(%s, pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld]%s%s);\n",
             id, avg ? "avg" : "max", x->name, (long long)k, (long long)k, (long long)st, (long long)st, (long long)pt, (long long)pl,
             (long long)pb, (long long)pr, ceil ? ", ceil_mode=True" : "", avg && chance(g, 50) ? ", count_include_pad=True" : "");
   add_val_id(g, id, 4, x->N, x->C, OH, OW);
@@ -233,15 +212,15 @@ static void gen_concat(gen *g) {
   int m = 1 + rnd(g, k < 3 ? k : 3);
   int64_t C = x->C;
   int id = g->next_id++;
-  sb_printf(&g->body, "  %%%d = concatenate((%s", id, x->name);
+  strbuf_printf(&g->body, "  %%%d = concatenate((%s", id, x->name);
   x->used = 1;
   for (int j = 0; j < m; j++) {
     val *o = &g->v[cand[rnd(g, k)]];
     o->used = 1;
     C += o->C;
-    sb_printf(&g->body, ", %s", o->name);
+    strbuf_printf(&g->body, ", %s", o->name);
   }
-  sb_printf(&g->body, "), axis=1);\n");
+  strbuf_printf(&g->body, "), axis=1);\n");
   add_val_id(g, id, 4, x->N, C, x->H, x->W);
 }
 
@@ -254,31 +233,31 @@ static void gen_head(gen *g) {
   int64_t F = x->C * x->H * x->W;
   if (chance(g, 60) || F > 4096) {
     int id = g->next_id++;
-    sb_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", id, cur);
+    strbuf_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", id, cur);
     snprintf(buf, sizeof buf, "%%%d", id);
     cur = buf;
     F = x->C;
   }
   int id = g->next_id++;
-  sb_printf(&g->body, "  %%%d = nn.batch_flatten(%s);\n", id, cur);
+  strbuf_printf(&g->body, "  %%%d = nn.batch_flatten(%s);\n", id, cur);
   int64_t U = 1 + rnd(g, 20);
   int dn = g->next_id++;
   char w[32], sh[64];
   snprintf(sh, sizeof sh, "(%lld, %lld)", (long long)U, (long long)F);
   param(g, w, sizeof w, "fc_w", dn, sh);
-  sb_printf(&g->body, "  %%%d = nn.dense(%%%d, %s, units=%lld);\n", dn, id, w, (long long)U);
+  strbuf_printf(&g->body, "  %%%d = nn.dense(%%%d, %s, units=%lld);\n", dn, id, w, (long long)U);
   int last = dn;
   if (chance(g, 70)) {
     int b = g->next_id++;
     char bn[32];
     snprintf(sh, sizeof sh, "(%lld)", (long long)U);
     param(g, bn, sizeof bn, "fc_b", b, sh);
-    sb_printf(&g->body, "  %%%d = nn.bias_add(%%%d, %s);\n", b, last, bn);
+    strbuf_printf(&g->body, "  %%%d = nn.bias_add(%%%d, %s);\n", b, last, bn);
     last = b;
   }
   if (chance(g, 60)) {
     int s = g->next_id++;
-    sb_printf(&g->body, "  %%%d = nn.softmax(%%%d);\n", s, last);
+    strbuf_printf(&g->body, "  %%%d = nn.softmax(%%%d);\n", s, last);
     last = s;
   }
   add_val_id(g, last, 2, x->N, U, 1, 1);
@@ -290,9 +269,9 @@ static void gen_elementwise(gen *g) {
   x->used = 1;
   int id = g->next_id++;
   switch (rnd(g, 3)) {
-  case 0: sb_printf(&g->body, "  %%%d = sigmoid(%s);\n", id, x->name); break;
-  case 1: sb_printf(&g->body, "  %%%d = nn.softmax(%s, axis=1);\n", id, x->name); break;
-  default: sb_printf(&g->body, "  %%%d = multiply(%s, %s);\n", id, x->name, x->name); break;
+  case 0: strbuf_printf(&g->body, "  %%%d = sigmoid(%s);\n", id, x->name); break;
+  case 1: strbuf_printf(&g->body, "  %%%d = nn.softmax(%s, axis=1);\n", id, x->name); break;
+  default: strbuf_printf(&g->body, "  %%%d = multiply(%s, %s);\n", id, x->name, x->name); break;
   }
   add_val_id(g, id, 4, x->N, x->C, x->H, x->W);
 }
@@ -315,18 +294,18 @@ char *dt_generate(uint64_t seed, const dt_gen_opts *o) {
     else gen_elementwise(&g);
   }
   if (chance(&g, 45)) gen_head(&g);
-  sbuf out = {0};
-  sb_printf(&out, "// difftest seed %llu\ndef @main(%%x: Tensor[(%lld, %lld, %lld, %lld), float32]%s) {\n%s",
+  strbuf out = {0};
+  strbuf_printf(&out, "// difftest seed %llu\ndef @main(%%x: Tensor[(%lld, %lld, %lld, %lld), float32]%s) {\n%s",
             (unsigned long long)seed, (long long)N, (long long)C, (long long)H, (long long)W, g.params.s ? g.params.s : "",
             g.body.s ? g.body.s : "");
   int leaves[MAX_VALUES], nl = 0;
   for (int i = 1; i < g.n; i++)
     if (!g.v[i].used) leaves[nl++] = i;
-  if (nl == 1) sb_printf(&out, "  %s\n}\n", g.v[leaves[0]].name);
+  if (nl == 1) strbuf_printf(&out, "  %s\n}\n", g.v[leaves[0]].name);
   else {
-    sb_printf(&out, "  (");
-    for (int i = 0; i < nl; i++) sb_printf(&out, "%s%s", i ? ", " : "", g.v[leaves[i]].name);
-    sb_printf(&out, ")\n}\n");
+    strbuf_printf(&out, "  (");
+    for (int i = 0; i < nl; i++) strbuf_printf(&out, "%s%s", i ? ", " : "", g.v[leaves[i]].name);
+    strbuf_printf(&out, ")\n}\n");
   }
   int failed = out.failed || g.params.failed || g.body.failed;
   free(g.params.s);

@@ -10,13 +10,8 @@ temper_status program_read(program *p, const char *path, diag *d) {
   size_t n = strlen(path);
   if (n > 5 && !strcmp(path + n - 5, ".onnx")) return onnx_import(path, &p->g, d);
   char err[512];
-  size_t len = 0;
-  char *text = data_read_file(path, &len, err, sizeof err);
+  char *text = data_read_text(path, err, sizeof err);
   if (!text) return diag_fail(d, TEMPER_EIO, "%s", err);
-  if (strlen(text) != len) {
-    free(text);
-    return diag_fail(d, TEMPER_EINVAL, "%s: not a text model (contains NUL bytes)", path);
-  }
   char *msg = NULL;
   temper_status s = temper_graph_parse(text, path, &p->g, &msg);
   free(text);

@@ -299,13 +299,8 @@ static temper_status import_text(temper_db *db, const char *name, char *text, in
 
 temper_status log_import(temper_db *db, const char *path, int skip_bad, log_result *res, diag *d) {
   char err[512];
-  size_t len = 0;
-  char *text = data_read_file(path, &len, err, sizeof err);
+  char *text = data_read_text(path, err, sizeof err);
   if (!text) return diag_fail(d, TEMPER_EIO, "%s", err);
-  if (strlen(text) != len) {
-    free(text);
-    return diag_fail(d, TEMPER_EINVAL, "%s: not a text file (NUL bytes)", path);
-  }
   temper_status s = import_text(db, path, text, skip_bad, res, d);
   free(text);
   return s;
