@@ -58,7 +58,7 @@ static void tile_origin(wino *k, lstmt *blk, lexpr *p, int *v_th, int *v_tw) {
 }
 
 /* V for one tile t and one vector of li input channels (icb, off ...) */
-static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, lexpr *iw0, int64_t off, int li, int border) {
+static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, lexpr *iw0, lexpr *off, int li, int border) {
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
@@ -68,7 +68,7 @@ static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, le
     for (int j = 0; j < a; j++) {
       lexpr *ih = lx_add(f, ih0, CI(c, i)), *iw = lx_add(f, iw0, CI(c, j));
       lexpr *hi = border ? conv_clamp(c, ih, w->H) : ih, *wi = border ? conv_clamp(c, iw, w->W) : iw;
-      lexpr *x = lx_load(f, c->xb, conv_x_index(c, CV(c, k->v_n), icb, CI(c, off), hi, wi), li, 1, NULL);
+      lexpr *x = lx_load(f, c->xb, conv_x_index(c, CV(c, k->v_n), icb, off, hi, wi), li, 1, NULL);
       if (border) x = lx_select(f, lx_bin(f, LO_AND, conv_in_range(c, ih, w->H), conv_in_range(c, iw, w->W)), x, lx_flt(f, 0, li));
       int s = lf_slot(f, li);
       ls_add(f, blk, ls_decl(f, s, x));
@@ -85,7 +85,7 @@ static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, le
     for (int j = 0; j < a; j++) {
       lexpr *v = lin(f, blk, k->mt.BT[j], 1, &tmp[i * a], a, li);
       lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, CI(c, (int64_t)(i * a + j) * c->CB), icb), CI(c, k->tb)), t), CI(c, c->ib)),
-                          CI(c, off));
+                          off);
       ls_add(f, blk, ls_store(f, k->vb, idx, v, 1, NULL));
     }
 }
@@ -109,11 +109,23 @@ static void input_transform(wino *k, lstmt *blk, lexpr *p0, int tbn) {
   lexpr *inside = lx_bin(f, LO_AND, lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), ih0), lx_bin(f, LO_LE, lx_add(f, ih0, CI(c, k->a)), CI(c, w->H))),
                          lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), iw0), lx_bin(f, LO_LE, lx_add(f, iw0, CI(c, k->a)), CI(c, w->W))));
   lstmt *br = ls_add(f, lt, ls_if(f, inside));
+  if (part <= f->vec && c->ib / part > 4) {
+    /* many narrow runs (a producer's small blocks, 29 runs of 1 channel):
+     * a loop over them, not ib / part unrolled tile transforms that would
+     * outgrow the kernel's registers and the loop IR's slots */
+    int v_r = lf_var(f, "run");
+    lstmt *lr_in = ls_add(f, ls_then(br), ls_for(f, v_r, CI(c, 0), CI(c, c->ib / part), LOOP_SERIAL));
+    lstmt *lr_bd = ls_add(f, ls_else(br), ls_for(f, v_r, CI(c, 0), CI(c, c->ib / part), LOOP_SERIAL));
+    lexpr *off = lx_mul(f, CV(c, v_r), CI(c, part));
+    input_tile(k, lr_in, CV(c, v_icb), CV(c, v_t), ih0, iw0, off, (int)part, 0);
+    input_tile(k, lr_bd, CV(c, v_icb), CV(c, v_t), ih0, iw0, off, (int)part, 1);
+    return;
+  }
   for (int64_t run = 0; run < c->ib; run += part)
     for (int64_t off = run; off < run + part; off += f->vec) {
       int li = (int)(run + part - off < f->vec ? run + part - off : f->vec);
-      input_tile(k, ls_then(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, off, li, 0);
-      input_tile(k, ls_else(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, off, li, 1);
+      input_tile(k, ls_then(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, CI(c, off), li, 0);
+      input_tile(k, ls_else(br), CV(c, v_icb), CV(c, v_t), ih0, iw0, CI(c, off), li, 1);
     }
 }
 

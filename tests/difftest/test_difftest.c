@@ -101,7 +101,7 @@ static void test_mixed_blocks(void **state) { (void)state; run_networks(DT_MIXED
 static void test_regressions(void **state) {
   (void)state;
   static const char *const cases[] = {"layout_12c_8c", "grouped_after_conv", "input_transform_in_epilogue", "winograd_ic_bn_23",
-                                       "ceil_pool_trailing_window"};
+                                       "ceil_pool_trailing_window", "winograd_narrow_producer_blocks"};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char path[256];
     snprintf(path, sizeof path, "tests/data/difftest/%s.relay", cases[i]);
