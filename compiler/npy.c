@@ -44,6 +44,12 @@ temper_status npy_read(const char *path, shape_t *shape, float **data, char *err
   }
   int64_t n = shape_numel(shape);
   if (n > (1ll << 32)) { snprintf(err, en, "%s: array too large", path); goto out; }
+  long here = ftell(f), size = -1;   /* the data must be in the file before anything is allocated for it */
+  if (here >= 0 && !fseek(f, 0, SEEK_END)) size = ftell(f), fseek(f, here, SEEK_SET);
+  if (size < 0 || (size - here) / 4 < n) {
+    snprintf(err, en, "%s: truncated data (expected %lld floats, the file holds %ld)", path, (long long)n, size < here ? 0 : (size - here) / 4);
+    goto out;
+  }
   *data = malloc(sizeof(float) * (size_t)(n ? n : 1));
   if (!*data) { snprintf(err, en, "%s: out of memory", path); s = TEMPER_ENOMEM; goto out; }
   if (fread(*data, sizeof(float), (size_t)n, f) != (size_t)n) {

@@ -130,7 +130,8 @@ static temper_status tensor_value(imp *m, const Onnx__TensorProto *t, value *v) 
   if (t->data_type == ELEM_FLOAT) {
     node *c = ir_const(m->g, &s, NULL);
     if (!c) { free(ext); return diag_fail(m->d, TEMPER_ENOMEM, "out of memory"); }
-    if (raw && raw_len == (size_t)n * 4) memcpy(c->data, raw, (size_t)n * 4);
+    if (n == 0) {   /* an empty tensor: nothing to copy (and its data pointer may be NULL) */
+    } else if (raw && raw_len == (size_t)n * 4) memcpy(c->data, raw, (size_t)n * 4);
     else if (!raw && t->n_float_data == (size_t)n) memcpy(c->data, t->float_data, (size_t)n * 4);
     else st = node_err(m, "tensor '%s': expected %lld floats of data", t->name, (long long)n);
     c->name = arena_strdup(&m->g->a, t->name ? t->name : "");
@@ -146,7 +147,9 @@ static temper_status tensor_value(imp *m, const Onnx__TensorProto *t, value *v) 
         if (w == 8) memcpy(&v->ints[i], raw + i * 8, 8);
         else { int32_t x; memcpy(&x, raw + i * 4, 4); v->ints[i] = x; }
       }
-    } else if (!raw && w == 8 && t->n_int64_data == (size_t)n) memcpy(v->ints, t->int64_data, (size_t)n * 8);
+    } else if (!raw && w == 8 && t->n_int64_data == (size_t)n) {
+      if (n) memcpy(v->ints, t->int64_data, (size_t)n * 8);
+    }
     else if (!raw && w == 4 && t->n_int32_data == (size_t)n) for (int64_t i = 0; i < n; i++) v->ints[i] = t->int32_data[i];
     else st = node_err(m, "tensor '%s': expected %lld integers of data", t->name, (long long)n);
   } else {

@@ -88,10 +88,10 @@ static temper_status schema(temper_db *db) {
       const char *text = (const char *)sqlite3_column_text(st, 0);   /* NULL in a crafted file */
       char *end = NULL;
       long v = text ? strtol(text, &end, 10) : -1;
-      if (!text || *end || v < 1 || v > 1000000) {
-        sqlite3_finalize(st);
-        snprintf(db->err, sizeof db->err, "%s: the schema version in the meta table is not a number (%s): not a temper database, or a damaged one",
+      if (!text || *end || v < 1 || v > 1000000) {   /* the message before finalize: text belongs to the statement */
+        snprintf(db->err, sizeof db->err, "%s: the schema version in the meta table is not a number (%.100s): not a temper database, or a damaged one",
                  db->path, text ? text : "NULL");
+        sqlite3_finalize(st);
         return TEMPER_EDB;
       }
       version = (int)v;
