@@ -127,6 +127,12 @@ static temper_status tensor_value(imp *m, const Onnx__TensorProto *t, value *v) 
     free(ext);
     return node_err(m, "tensor '%s': expected %lld floats of data, found %zu", t->name, (long long)n, raw ? raw_len / 4 : t->n_float_data);
   }
+  if ((t->data_type == ELEM_INT64 || t->data_type == ELEM_INT32) &&
+      (raw ? raw_len != (size_t)n * (t->data_type == ELEM_INT64 ? 8 : 4)
+           : (t->data_type == ELEM_INT64 ? t->n_int64_data : t->n_int32_data) != (size_t)n)) {
+    free(ext);
+    return node_err(m, "tensor '%s': expected %lld integers of data", t->name, (long long)n);
+  }
   if (t->data_type == ELEM_FLOAT) {
     node *c = ir_const(m->g, &s, NULL);
     if (!c) { free(ext); return diag_fail(m->d, TEMPER_ENOMEM, "out of memory"); }
