@@ -1,20 +1,21 @@
-/* db.h: the tuning database. One SQLite file, WAL mode, a busy timeout, and
- * BEGIN IMMEDIATE for writes, so several tuners can share it; every record
- * is committed as soon as it is measured. db.c is the only file that
- * includes sqlite3.h.
+/* db.h: the tuning database. A path opens an SQLite file (the embedded
+ * default: WAL mode, a busy timeout, BEGIN IMMEDIATE for writes); a URL
+ * postgresql://… opens a PostgreSQL database that tuners on many machines
+ * share. Both hold the same schema; db_int.h says how. Every record is
+ * committed as soon as it is measured.
  *
  * Tables: meta (schema version), targets, workloads, runs (one per tune
  * invocation), records (one per measurement, errors included), choices
  * (what `temper refine` kept for a model: a config measured better in the
- * whole network than the one the records chose). The best record is a
- * query, never a stored flag. */
+ * whole network than the one the records chose), leases (which tuner works
+ * on which task). The best record is a query, never a stored flag. */
 #ifndef TEMPER_DB_H
 #define TEMPER_DB_H
 #include <stddef.h>
 #include <stdint.h>
 #include "temper/temper.h"
 
-enum { DB_SCHEMA_VERSION = 3 };
+enum { DB_SCHEMA_VERSION = 4 };
 
 typedef struct temper_db temper_db;
 
@@ -69,6 +70,18 @@ typedef struct db_versions { int n; const char *const *names; const int *version
 temper_status temper_db_open(const char *path, const db_versions *v, temper_db **db, char *err, size_t n);
 void temper_db_close(temper_db *db);
 const char *db_errmsg(temper_db *db);
+/* the path, or the URL with its password replaced by *** */
+const char *db_where(const temper_db *db);
+const char *db_backend_name(const temper_db *db);
+/* a second connection to the same database (a thread's own) */
+temper_status db_reopen(const temper_db *db, temper_db **out, char *err, size_t n);
+/* how long a read waits for a server that went away before it fails
+ * (default 600 s, or $TEMPER_DB_WAIT); writes of records never wait: they
+ * are spooled in memory and written, in order, once the server is back */
+void db_set_wait(temper_db *db, double seconds);
+/* records measured but not yet written (the server is away) */
+int db_pending(const temper_db *db);
+const db_record *db_pending_records(const temper_db *db);
 
 temper_status db_target_id(temper_db *db, const db_target *t, int64_t *id);
 temper_status db_workload_id(temper_db *db, const char *key, const char *op, const char *desc_json, double flops, int64_t *id);
@@ -91,6 +104,40 @@ temper_status db_threads_measured(temper_db *db, const char *workload, int64_t t
 int db_count_stale(temper_db *db, const char *workload, int64_t target_id);
 /* counts of records per status for (workload, target, threads) */
 temper_status db_counts(temper_db *db, const char *workload, int64_t target_id, int threads, int counts[DB_STATUS_COUNT]);
+
+/* records of (workload, target, threads) that run run_id measured (not re-measurements) */
+temper_status db_count_run(temper_db *db, const char *workload, int64_t target_id, int threads, int64_t run_id, int *n);
+
+/* Leases: tuners sharing a database claim a task (workload, target,
+ * threads) before they tune it, renew the claim while they work and
+ * release it when done; a claim that is not renewed expires (the tuner
+ * died), and another tuner takes the task over. Times are the database's
+ * clock, in seconds since 1970. */
+typedef struct db_lease_owner {
+  char owner[128];          /* unique per tuner process: host, pid, a random part */
+  char host[64];
+  int64_t run_id;
+} db_lease_owner;
+typedef enum db_lease_state {
+  DB_LEASE_MINE,            /* claimed: tune it */
+  DB_LEASE_BUSY,            /* another tuner holds a live lease */
+  DB_LEASE_DONE             /* another tuner finished it after round_start */
+} db_lease_state;
+typedef struct db_lease {
+  db_lease_state state;
+  int64_t prev_run;         /* taken over from a tuner that stopped: its run id */
+  char holder[64];          /* busy or done: the other tuner's host */
+} db_lease;
+temper_status db_now(temper_db *db, double *seconds);
+temper_status db_lease_claim(temper_db *db, const char *workload, int64_t target_id, int threads, const db_lease_owner *me,
+                             double ttl_s, double round_start, db_lease *out);
+/* every live lease of owner: expires ttl_s from now */
+temper_status db_lease_renew(temper_db *db, const char *owner, double ttl_s);
+/* 1 if owner still holds the task's lease, 0 if not, -1 on error */
+int db_lease_held(temper_db *db, const char *workload, int64_t target_id, int threads, const char *owner);
+/* done: the task is finished (other tuners of this round skip it); else free to take */
+temper_status db_lease_release(temper_db *db, const char *workload, int64_t target_id, int threads, const char *owner, int done);
+temper_status db_lease_release_all(temper_db *db, const char *owner);
 
 /* an explicit transaction: the writes inside commit together (import) */
 temper_status db_begin(temper_db *db);
@@ -127,7 +174,8 @@ temper_status db_choices_replace(temper_db *db, const char *model, int64_t targe
 /* the choices of (model, target, threads); *out malloc'd */
 temper_status db_choices_get(temper_db *db, const char *model, int64_t target_id, int threads, db_choice **out, int *n);
 
-/* `temper db show`: one row per (workload, target, threads) */
+/* `temper db show`: one row per (workload, target, threads), refine's
+ * choices, and the live leases */
 temper_status db_show(temper_db *db, void *file);
 /* the template version a record must carry to be used today (-1: a
  * template not in force), from the versions given at open */

@@ -5,23 +5,41 @@
 #include "db.h"
 #include "helpers.h"
 
+/* The tests of both backends run once on an SQLite file and once on a
+ * PostgreSQL database of the throwaway server tests/pg/with_pg.sh starts
+ * ($TEMPER_TEST_PG); `where` is the one in use. */
 static char path[256];
+static char where[1024];
+static int on_pg;
 
 static int setup(void **state) {
   (void)state;
   snprintf(path, sizeof path, "/tmp/temper_test_db_%d.db", (int)getpid());
+  snprintf(where, sizeof where, "%s", path);
+  on_pg = 0;
+  return 0;
+}
+
+static int setup_pg(void **state) {
+  (void)state;
+  const char *url = getenv("TEMPER_TEST_PG");
+  if (!url) return -1;
+  snprintf(where, sizeof where, "%stemper_test_db", url);
+  on_pg = 1;
   return 0;
 }
 
 static void clean(void) {
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", path, path, path);
+  if (on_pg) snprintf(cmd, sizeof cmd, "psql -q -c 'DROP DATABASE IF EXISTS temper_test_db WITH (FORCE)' -c 'CREATE DATABASE temper_test_db'");
+  else snprintf(cmd, sizeof cmd, "rm -f %s %s-wal %s-shm", path, path, path);
   assert_int_equal(system(cmd), 0);
 }
 
 static void sql(const char *s) {
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "sqlite3 %s \"%s\"", path, s);
+  if (on_pg) snprintf(cmd, sizeof cmd, "psql -q -d temper_test_db -c \"%s\" >/dev/null", s);
+  else snprintf(cmd, sizeof cmd, "sqlite3 %s \"%s\"", path, s);
   assert_int_equal(system(cmd), 0);
 }
 
@@ -35,7 +53,7 @@ static void test_records_and_best(void **state) {
   clean();
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
   db_target t = {"x86_64-pc-linux-gnu", "znver4", "+avx512f", "19", 2};
   int64_t tid, tid2, wid;
   assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
@@ -77,16 +95,16 @@ static void test_future_schema_refused(void **state) {
   clean();
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
   temper_db_close(db);
   sql("UPDATE meta SET value='99' WHERE key='schema_version'");
-  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_EDB);
+  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_EDB);
   assert_null(db);
-  assert_non_null(strstr(err, "schema version 99, newer than this temper understands (3)"));
+  assert_non_null(strstr(err, "schema version 99, newer than this temper understands (4)"));
 }
 
 /* a version 1 database (records without error text and re-measure flag, no
- * choices) is migrated through version 2 to 3, data kept */
+ * choices, no leases) is migrated through versions 2 and 3 to 4, data kept */
 static void test_migration_from_v1(void **state) {
   (void)state;
   clean();
@@ -127,7 +145,7 @@ static void test_migration_from_v1(void **state) {
   free(ch);
   temper_db_close(db);
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "sqlite3 %s \"SELECT value FROM meta WHERE key='schema_version'\" | grep -qx 3", path);
+  snprintf(cmd, sizeof cmd, "sqlite3 %s \"SELECT value FROM meta WHERE key='schema_version'\" | grep -qx 4", path);
   assert_int_equal(system(cmd), 0);
 }
 
@@ -139,7 +157,7 @@ static void test_choices(void **state) {
   clean();
   temper_db *db = NULL;
   char err[4096];
-  assert_int_equal(temper_db_open(path, &versions, &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
   db_target t = {"x86_64-pc-linux-gnu", "znver5", "+avx2", "19", 2};
   int64_t tid, wid;
   assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
@@ -232,13 +250,181 @@ static void test_damaged_file_refused(void **state) {
   clean();
 }
 
+static db_lease claim(temper_db *db, const char *wk, int64_t tid, const db_lease_owner *me, double ttl, double round) {
+  db_lease l;
+  assert_int_equal(db_lease_claim(db, wk, tid, 1, me, ttl, round, &l), TEMPER_OK);
+  return l;
+}
+
+static void nap(double s) { usleep((useconds_t)(s * 1e6)); }
+
+/* leases: one holder at a time; renewed, released, finished for the round,
+ * expired and taken over (with the run to resume from); listed by show */
+static void test_leases(void **state) {
+  (void)state;
+  clean();
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
+  db_target t = {"x86_64-pc-linux-gnu", "sapphirerapids", "+avx512f", "19", 2};
+  int64_t tid, wid, runs[3];
+  assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
+  const char *wks[] = {"wk1", "wk2", "wk3"};
+  for (int i = 0; i < 3; i++) assert_int_equal(db_workload_id(db, wks[i], "conv2d", "{}", 1, &wid), TEMPER_OK);
+  for (int i = 0; i < 3; i++) assert_int_equal(db_run_begin(db, "tune", 1, "h", &runs[i]), TEMPER_OK);
+  db_lease_owner a = {"hostA:1:aa", "hostA", runs[0]}, b = {"hostB:2:bb", "hostB", runs[1]}, c = {"hostC:3:cc", "hostC", runs[2]};
+  double round;
+  assert_int_equal(db_now(db, &round), TEMPER_OK);
+  assert_true(round > 1.7e9);
+  assert_int_equal(claim(db, "wk1", tid, &a, 60, round).state, DB_LEASE_MINE);
+  db_lease l = claim(db, "wk1", tid, &b, 60, round);
+  assert_int_equal(l.state, DB_LEASE_BUSY);
+  assert_string_equal(l.holder, "hostA");
+  assert_int_equal(claim(db, "wk1", tid, &a, 60, round).state, DB_LEASE_MINE);   /* again: renewed */
+  assert_int_equal(db_lease_held(db, "wk1", tid, 1, a.owner), 1);
+  assert_int_equal(db_lease_held(db, "wk1", tid, 1, b.owner), 0);
+  /* show lists the live lease */
+  FILE *f = tmpfile();
+  assert_int_equal(db_show(db, f), TEMPER_OK);
+  rewind(f);
+  char text[8192] = {0};
+  assert_true(fread(text, 1, sizeof text - 1, f) > 0);
+  fclose(f);
+  assert_non_null(strstr(text, "leased task"));
+  assert_non_null(strstr(text, "hostA"));
+  /* finished: done for tuners of this round, free for a later round */
+  assert_int_equal(db_lease_release(db, "wk1", tid, 1, a.owner, 1), TEMPER_OK);
+  l = claim(db, "wk1", tid, &b, 60, round);
+  assert_int_equal(l.state, DB_LEASE_DONE);
+  assert_string_equal(l.holder, "hostA");
+  nap(0.05);
+  double later;
+  assert_int_equal(db_now(db, &later), TEMPER_OK);
+  l = claim(db, "wk1", tid, &b, 60, later);
+  assert_int_equal(l.state, DB_LEASE_MINE);
+  assert_int_equal(l.prev_run, 0);
+  /* a tuner that stops renewing: its lease expires, another takes over and resumes its run */
+  assert_int_equal(claim(db, "wk2", tid, &c, 0.3, round).state, DB_LEASE_MINE);
+  assert_int_equal(claim(db, "wk2", tid, &b, 60, round).state, DB_LEASE_BUSY);
+  nap(0.5);
+  l = claim(db, "wk2", tid, &b, 60, round);
+  assert_int_equal(l.state, DB_LEASE_MINE);
+  assert_int_equal(l.prev_run, runs[2]);
+  assert_int_equal(db_lease_held(db, "wk2", tid, 1, c.owner), 0);
+  /* renewal keeps a short lease alive; releasing all frees it at once */
+  assert_int_equal(claim(db, "wk3", tid, &a, 0.5, round).state, DB_LEASE_MINE);
+  assert_int_equal(db_lease_renew(db, a.owner, 60), TEMPER_OK);
+  nap(0.7);
+  assert_int_equal(claim(db, "wk3", tid, &c, 60, round).state, DB_LEASE_BUSY);
+  assert_int_equal(db_lease_release_all(db, a.owner), TEMPER_OK);
+  l = claim(db, "wk3", tid, &c, 60, round);
+  assert_int_equal(l.state, DB_LEASE_MINE);
+  assert_int_equal(l.prev_run, runs[0]);
+  /* a workload the database does not know cannot be leased */
+  db_lease none;
+  assert_int_equal(db_lease_claim(db, "nope", tid, 1, &a, 60, round, &none), TEMPER_EDB);
+  assert_non_null(strstr(db_errmsg(db), "nope"));
+  temper_db_close(db);
+}
+
+/* an unreachable server: exit with the URL named, its password hidden */
+static void test_pg_unreachable(void **state) {
+  (void)state;
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open("postgresql://temper:sekrit@/temper?host=/nonexistent/dir", &versions, &db, err, sizeof err),
+                   TEMPER_EDB);
+  assert_null(db);
+  assert_non_null(strstr(err, "postgresql://temper:***@/temper?host=/nonexistent/dir"));
+  assert_non_null(strstr(err, "cannot connect"));
+  assert_null(strstr(err, "sekrit"));
+  assert_int_equal(temper_db_open("postgres:///temper?host=/nonexistent/dir&password=sekrit2", &versions, &db, err, sizeof err),
+                   TEMPER_EDB);
+  assert_non_null(strstr(err, "password=***"));
+  assert_null(strstr(err, "sekrit2"));
+}
+
+static db_record rec(int64_t tid, int i, const char *when) {
+  db_record r = {.target_id = tid, .tmpl_version = 2, .config_index = i, .threads = 1, .status = DB_OK,
+                 .median_s = 1e-3 * (i + 1), .min_s = 1e-3 * (i + 1), .max_s = 1e-3 * (i + 1), .rounds = 3, .gflops = 1};
+  strcpy(r.workload, "wk");
+  strcpy(r.tmpl, "conv2d_nchwc");
+  snprintf(r.config, sizeof r.config, "{\"i\":%d}", i);
+  strcpy(r.host, "h");
+  strcpy(r.temper_version, "0");
+  snprintf(r.measured_at, sizeof r.measured_at, "%s", when);
+  return r;
+}
+
+static int count_records(temper_db *db, int64_t tid) {
+  int64_t *m = NULL;
+  int n = 0;
+  assert_int_equal(db_measured(db, "wk", tid, 1, &m, &n), TEMPER_OK);
+  free(m);
+  return n;
+}
+
+static void pg_ctl(const char *what) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s >/dev/null 2>&1", getenv("TEMPER_TEST_PG_CTL"), what);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* the server stopped mid-run: records are held, written in order once it
+ * is back; one that had reached the server before is not stored twice */
+static void test_pg_server_restart(void **state) {
+  (void)state;
+  clean();
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
+  db_target t = {"x86_64-pc-linux-gnu", "sapphirerapids", "+avx512f", "19", 2};
+  int64_t tid, wid;
+  assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
+  assert_int_equal(db_workload_id(db, "wk", "conv2d", "{}", 1, &wid), TEMPER_OK);
+  db_record r0 = rec(tid, 0, "2026-12-03T10:00:00.000Z");
+  assert_int_equal(db_insert(db, &r0), TEMPER_OK);
+  pg_ctl("stop -m fast");
+  db_set_wait(db, 60);
+  for (int i = 1; i <= 3; i++) {
+    db_record r = rec(tid, i, "");
+    assert_int_equal(db_insert(db, &r), TEMPER_OK);   /* held, not lost, not an error */
+  }
+  assert_int_equal(db_insert(db, &r0), TEMPER_OK);   /* as if its first insert had reached the server unacknowledged */
+  assert_int_equal(db_pending(db), 4);
+  pg_ctl("start");
+  assert_int_equal(count_records(db, tid), 4);   /* the read reconnected and wrote the held records first */
+  assert_int_equal(db_pending(db), 0);
+  int c[DB_STATUS_COUNT];
+  assert_int_equal(db_counts(db, "wk", tid, 1, c), TEMPER_OK);
+  assert_int_equal(c[DB_OK], 4);   /* r0 once */
+  /* a read with no wait while the server is away fails with the place named */
+  pg_ctl("stop -m fast");
+  db_set_wait(db, 0);
+  int64_t *m = NULL;
+  int n = 0;
+  assert_int_equal(db_measured(db, "wk", tid, 1, &m, &n), TEMPER_EDB);
+  assert_non_null(strstr(db_errmsg(db), "postgresql://"));
+  pg_ctl("start");
+  temper_db_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records_and_best), cmocka_unit_test(test_future_schema_refused),
       cmocka_unit_test(test_migration_from_v1), cmocka_unit_test(test_choices), cmocka_unit_test(test_corrupt_and_foreign_files),
-      cmocka_unit_test(test_damaged_file_refused),
+      cmocka_unit_test(test_damaged_file_refused), cmocka_unit_test(test_leases),
   };
-  int rc = cmocka_run_group_tests(tests, setup, NULL);
+  const struct CMUnitTest pg_tests[] = {
+      cmocka_unit_test(test_records_and_best), cmocka_unit_test(test_future_schema_refused), cmocka_unit_test(test_choices),
+      cmocka_unit_test(test_leases), cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_server_restart),
+  };
+  int rc = cmocka_run_group_tests_name("sqlite", tests, setup, NULL);
   clean();
+  if (!getenv("TEMPER_TEST_PG")) {
+    fprintf(stderr, "test_db: TEMPER_TEST_PG is not set: run under tests/pg/with_pg.sh for the PostgreSQL backend\n");
+    return rc ? rc : 1;
+  }
+  rc |= cmocka_run_group_tests_name("postgresql", pg_tests, setup_pg, NULL);
   return rc;
 }
