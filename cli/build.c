@@ -1,4 +1,4 @@
-/* build.c: temper build MODEL --db FILE -o OUT.so — a tuned production
+/* build.c: temper build MODEL --db DB -o OUT.so — a tuned production
  * library: the best record of every workload for this machine (choose.c),
  * the template's default where there is none (listed, with its share of the
  * model's FLOPs; --strict refuses), linked with the runtime into OUT.so. */
@@ -11,7 +11,7 @@
 #include "target.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: temper build MODEL [--db FILE] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
+  fprintf(stderr, "usage: temper build MODEL [--db DB] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
                   "                    [--target host|CPU|CPU:FEATURES] [--match exact|any]\n"
                   "                    [--emit obj|asm|llvm|loops] [--embed-limit MB] [--seed S] [--input NAME=FILE.npy]...\n"
                   "                    [--check]\n");

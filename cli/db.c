@@ -9,16 +9,17 @@
 #include "tune.h"
 
 static int db_usage(void) {
-  fprintf(stderr, "usage: temper db show FILE\n"
-                  "       temper db export FILE [-o OUT.jsonl] [--best-only] [--task PATTERN] [--target CPU]\n"
-                  "       temper db import FILE IN.jsonl... [--skip-bad]\n"
-                  "       temper db merge OUT.db IN.db...\n"
-                  "       temper db targets FILE\n");
+  fprintf(stderr, "usage: temper db show DB\n"
+                  "       temper db export DB [-o OUT.jsonl] [--best-only] [--task PATTERN] [--target CPU]\n"
+                  "       temper db import DB IN.jsonl... [--skip-bad]\n"
+                  "       temper db merge OUT_DB IN_DB...\n"
+                  "       temper db targets DB\n"
+                  "  DB: a file (SQLite) or postgresql://user@host:port/dbname?sslmode=...\n");
   return 2;
 }
 
 static temper_db *open_db(const char *path, int must_exist) {
-  if (must_exist && access(path, F_OK)) { fprintf(stderr, "temper: %s: no such database\n", path); return NULL; }
+  if (must_exist && !db_is_url(path) && access(path, F_OK)) { fprintf(stderr, "temper: %s: no such database\n", path); return NULL; }
   temper_db *db = NULL;
   char err[4096];
   if (temper_db_open(path, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); return NULL; }

@@ -10,11 +10,12 @@ static void usage(FILE *f) {
           "  run MODEL|OUT.so   compile in memory (or load a built library) and run (--check compares with the reference)\n"
           "  lower MODEL        print the fused program (--fused) or every kernel's loop IR (--loops), LLVM IR, assembly\n"
           "  space MODEL        the tuning tasks and their knob spaces (--task K for one)\n"
-          "  tune MODEL --db FILE     tune every conv2d workload, recording every measurement\n"
-          "  refine MODEL --db FILE   choose among the records by timing the whole model (kept in the database)\n"
-          "  build MODEL -o OUT.so    a library with the best recorded schedules (--db FILE; --check runs it)\n"
-          "  db show|targets FILE     what a tuning database holds\n"
-          "  db export FILE | db import FILE IN.jsonl... | db merge OUT.db IN.db...   tuning logs between machines\n"
+          "  tune MODEL --db DB   tune every conv2d workload, recording every measurement\n"
+          "  refine MODEL --db DB choose among the records by timing the whole model (kept in the database)\n"
+          "  build MODEL -o OUT.so  a library with the best recorded schedules (--db DB; --check runs it)\n"
+          "  db show|targets DB   what a tuning database holds, and which tuners hold which tasks\n"
+          "  db export DB | db import DB IN.jsonl... | db merge OUT_DB IN_DB...   tuning logs between machines\n"
+          "  DB is a file (SQLite, created if missing) or postgresql://user@host:port/dbname (shared by many tuners)\n"
           "  version            print the version\n"
           "See docs/cli.md for every option.\n");
 }

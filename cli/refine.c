@@ -1,4 +1,4 @@
-/* refine.c: temper refine MODEL --db FILE — the arguments of refine_run
+/* refine.c: temper refine MODEL --db DB — the arguments of refine_run
  * (tuner/refine.c) and the printing of its outcome. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 #include "refine.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: temper refine MODEL --db FILE [--threads N] [--pairs P] [--alternatives K] [--min-gain PCT]\n"
+  fprintf(stderr, "usage: temper refine MODEL --db DB [--threads N] [--pairs P] [--alternatives K] [--min-gain PCT]\n"
                   "                     [--params DIR] [--seed S]\n");
   return 2;
 }

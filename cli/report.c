@@ -27,7 +27,7 @@ int cli_print_choices(const db_chooser *dc) {
   }
   if (s.n_stale) printf("ignored %d record%s of older template versions\n", s.n_stale, s.n_stale > 1 ? "s" : "");
   if (s.refine_hint)
-    printf("no choices of temper refine for this model at %d thread%s: `temper refine MODEL --db FILE --threads %d` times "
+    printf("no choices of temper refine for this model at %d thread%s: `temper refine MODEL --db DB --threads %d` times "
            "the records' alternatives in the whole model\n", s.threads, s.threads > 1 ? "s" : "", s.threads);
   if (s.stale_choices)
     printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", s.stale_choices,

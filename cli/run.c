@@ -17,7 +17,7 @@ typedef struct run_opts {
 
 static int usage(void) {
   fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--profile] [--params DIR]\n"
-                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F | --db FILE]\n");
+                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F | --db DB]\n");
   return 2;
 }
 

@@ -1,5 +1,6 @@
-/* tune.c: temper tune MODEL --db FILE — tune every conv2d workload of a
+/* tune.c: temper tune MODEL --db DB — tune every conv2d workload of a
  * model, recording every measurement (tuner/tune.c), and print the summary. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,9 +11,10 @@
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: temper tune MODEL --db FILE [--trials N] [--minutes M] [--search xgb|ga|random|grid] [--seed S]\n"
+          "usage: temper tune MODEL --db DB [--trials N] [--minutes M] [--search xgb|ga|random|grid] [--seed S]\n"
           "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS] [--warm]\n"
-          "                   [--task PATTERN] [--top-k K] [--params DIR]\n");
+          "                   [--task PATTERN] [--top-k K] [--params DIR] [--lease SEC]\n"
+          "  --db takes a file (SQLite) or postgresql://user@host:port/dbname?sslmode=... (a database shared by many tuners)\n");
   return 2;
 }
 
@@ -49,6 +51,7 @@ static int parse_args(int argc, char **argv, tune_args *t) {
     else if (!strcmp(a, "--repeat")) { if (num(a, v, 1, MEASURE_MAX_ROUNDS, &x)) return 2; o->m.repeat = (int)x; i++; }
     else if (!strcmp(a, "--warm")) o->m.warm = 1;
     else if (!strcmp(a, "--min-repeat-ms")) { if (num(a, v, 0, 10000, &o->m.min_repeat_ms)) return 2; i++; }
+    else if (!strcmp(a, "--lease")) { if (num(a, v, 0.1, 86400, &o->lease_s)) return 2; i++; }
     else if (!strcmp(a, "--top-k")) { if (num(a, v, 0, 16, &x)) return 2; o->top_k = (int)x; i++; }
     else if (!strcmp(a, "--task") && v) o->task_pattern = v, i++;
     else if (!strcmp(a, "--params") && v) t->data.params_dir = v, i++;
@@ -92,6 +95,16 @@ static void print_summary(const tune_opts *o, const tune_task *tasks, const tune
            t_best * 1e3, t_def * 1e3, t_def / t_best, complete ? "" : " (tasks without both measurements left out)");
 }
 
+/* Ctrl-C: the first stops after the batch in progress (the leases are
+ * released, the summary printed); a second one ends the process at once */
+static volatile int interrupted;
+static void on_sigint(int sig) {
+  (void)sig;
+  interrupted = 1;
+  static const char msg[] = "\ntemper tune: stopping after this batch (Ctrl-C again to quit now)\n";
+  if (write(2, msg, sizeof msg - 1) < 0) {}
+}
+
 int cmd_tune(int argc, char **argv) {
   tune_args t = {.data = {.seed = 1},
                  .o = {.trials = -1, .search = SEARCH_XGB, .seed = 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .top_k = 3,
@@ -116,18 +129,25 @@ int cmd_tune(int argc, char **argv) {
   if (cli_load_tasks(t.model, &t.data, &p, &tasks, &n, &vec)) goto out;
   if (temper_db_open(t.db, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "temper: %s\n", err); goto out; }
   if (!(res = calloc((size_t)n + 1, sizeof *res))) goto out;
-  size_t k = 0;
-  for (int i = 0; i < argc && k + 2 < sizeof command; i++) k += (size_t)snprintf(command + k, sizeof command - k, "%s%s", i ? " " : "temper ", argv[i]);
+  size_t k = 0;   /* the command as the runs table keeps it: the database's password hidden */
+  for (int i = 0; i < argc && k + 2 < sizeof command; i++)
+    k += (size_t)snprintf(command + k, sizeof command - k, "%s%s", i ? " " : "temper ", argv[i] == t.db ? db_where(db) : argv[i]);
   int matched = 0;
   for (int i = 0; i < n; i++) matched += !o->task_pattern || strstr(tasks[i].key, o->task_pattern) != NULL;
   fprintf(stderr, "tuning %d of %d tasks of %s into %s: %s search, %d trials per task%s, %d thread%s, seed %llu\n", matched, n,
-          t.model, t.db, search_names[o->search], o->trials > 100000000 ? 0 : o->trials, o->minutes > 0 ? " (time-bound)" : "",
+          t.model, db_where(db), search_names[o->search], o->trials > 100000000 ? 0 : o->trials, o->minutes > 0 ? " (time-bound)" : "",
           o->m.threads, o->m.threads > 1 ? "s" : "", (unsigned long long)o->seed);
   diag d = {0};
+  o->stop = &interrupted;
+  struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND}, old;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old);
   temper_status s = tune_run(db, tasks, n, o, command, res, &d);
+  sigaction(SIGINT, &old, NULL);
   print_summary(o, tasks, res, n);   /* even after a failure: every record made is in the database */
   if (s) fprintf(stderr, "temper tune: %s\n", d.msg);
-  else rc = 0;
+  else rc = interrupted ? 130 : 0;
+  if (interrupted) fprintf(stderr, "temper tune: interrupted; every measurement made is in %s, the leases are released\n", db_where(db));
 out:
   free(res);
   free(tasks);

@@ -532,6 +532,12 @@ static temper_status spool(temper_db *db, const db_record *r) {
 
 int db_pending(const temper_db *db) { return db->n_spool; }
 
+temper_status db_flush(temper_db *db) {
+  if (!db->n_spool) return TEMPER_OK;
+  if (db->be->lost(db->c) && recover(db, db->wait_s)) return fail(db, "the server did not come back");
+  return flush_spool(db);
+}
+
 const db_record *db_pending_records(const temper_db *db) { return db->spool; }
 
 /* a record is never waited for: with the server away it joins the spool */
@@ -979,12 +985,13 @@ temper_status db_lease_renew(temper_db *db, const char *owner, double ttl_s) {
 int db_lease_held(temper_db *db, const char *workload, int64_t tid, int threads, const char *owner) {
   int64_t one;
   int found = 0;
-  if (one_int(db, &one, &found,
-              "SELECT 1 FROM leases l JOIN workloads w ON w.id=l.workload_id WHERE w.key=$1 AND l.target_id=$2 AND l.threads=$3"
-              " AND l.owner=$4 AND l.done_at IS NULL",
-              "tint", workload, tid, threads, owner))
-    return -1;
-  return found;
+  db->no_wait = 1;   /* a server away is no answer: the caller goes on */
+  temper_status s = one_int(db, &one, &found,
+                            "SELECT 1 FROM leases l JOIN workloads w ON w.id=l.workload_id WHERE w.key=$1 AND l.target_id=$2 AND"
+                            " l.threads=$3 AND l.owner=$4 AND l.done_at IS NULL",
+                            "tint", workload, tid, threads, owner);
+  db->no_wait = 0;
+  return s ? -1 : found;
 }
 
 temper_status db_lease_release(temper_db *db, const char *workload, int64_t tid, int threads, const char *owner, int done) {

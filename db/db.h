@@ -67,6 +67,8 @@ typedef struct db_versions { int n; const char *const *names; const int *version
  * transaction; refuses a newer schema or a file that is not a database.
  * v: the template versions in force (NULL: none known, every record is
  * stale). On failure *db is NULL and err holds the reason. */
+/* 1 if `where` names a PostgreSQL database (postgresql:// or postgres://) */
+int db_is_url(const char *where);
 temper_status temper_db_open(const char *path, const db_versions *v, temper_db **db, char *err, size_t n);
 void temper_db_close(temper_db *db);
 const char *db_errmsg(temper_db *db);
@@ -81,6 +83,8 @@ temper_status db_reopen(const temper_db *db, temper_db **out, char *err, size_t 
 void db_set_wait(temper_db *db, double seconds);
 /* records measured but not yet written (the server is away) */
 int db_pending(const temper_db *db);
+/* writes them, waiting for the server as a read does */
+temper_status db_flush(temper_db *db);
 const db_record *db_pending_records(const temper_db *db);
 
 temper_status db_target_id(temper_db *db, const db_target *t, int64_t *id);
@@ -133,7 +137,7 @@ temper_status db_lease_claim(temper_db *db, const char *workload, int64_t target
                              double ttl_s, double round_start, db_lease *out);
 /* every live lease of owner: expires ttl_s from now */
 temper_status db_lease_renew(temper_db *db, const char *owner, double ttl_s);
-/* 1 if owner still holds the task's lease, 0 if not, -1 on error */
+/* 1 if owner still holds the task's lease, 0 if not, -1 on error (a server away is not waited for) */
 int db_lease_held(temper_db *db, const char *workload, int64_t target_id, int threads, const char *owner);
 /* done: the task is finished (other tuners of this round skip it); else free to take */
 temper_status db_lease_release(temper_db *db, const char *workload, int64_t target_id, int threads, const char *owner, int done);

@@ -61,6 +61,4 @@ typedef struct db_backend {
 extern const db_backend db_sqlite_backend;
 extern const db_backend db_pg_backend;
 
-/* 1 if `where` names a PostgreSQL server (postgresql:// or postgres://) */
-int db_is_url(const char *where);
 #endif

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "db.h"
 #include "db_int.h"
 
 struct db_conn {

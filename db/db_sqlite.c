@@ -63,7 +63,13 @@ static temper_status sq_open(const char *path, db_conn **out, char *err, size_t 
   sqlite3_db_config(c->h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
   sqlite3_extended_result_codes(c->h, 1);
   /* the first read tells a corrupt or foreign file apart */
-  if (sq_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")) {
+  /* switching to WAL can meet another connection's lock without the busy
+   * handler being asked (a new file opened by several tuners at once) */
+  int rc, tries = 0;
+  while (((rc = sq_exec(c, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")) & 0xff) == SQLITE_BUSY &&
+         tries++ < 3000)
+    sqlite3_sleep(10);
+  if (rc) {
     what = "not a usable SQLite database";
     goto fail;
   }

@@ -249,7 +249,7 @@ static temper_status match_targets(db_chooser *dc, const cg_target *t) {
 
 temper_status db_chooser_open(const char *dbpath, const cg_target *t, int threads, int exact, db_chooser **out, char *err, size_t n) {
   *out = NULL;
-  if (dbpath && access(dbpath, F_OK)) {
+  if (dbpath && !db_is_url(dbpath) && access(dbpath, F_OK)) {
     snprintf(err, n, "%s: no such database (tune first, or leave out --db for the default configs)", dbpath);
     return TEMPER_EINVAL;
   }

@@ -93,6 +93,16 @@ static temper_status export_one(void *ctx, const db_record *r, const char *op, c
   return TEMPER_OK;
 }
 
+temper_status log_write_record(FILE *out, const db_record *r, const db_target *t, const char *op, const char *desc, double flops) {
+  json_t *o = record_json(r, t, op, desc, flops);
+  char *line = json_dumps(o, DUMP_FLAGS);
+  json_decref(o);
+  if (!line) return TEMPER_ENOMEM;
+  int bad = fprintf(out, "%s\n", line) < 0;
+  free(line);
+  return bad ? TEMPER_EIO : TEMPER_OK;
+}
+
 temper_status log_export(temper_db *db, FILE *out, const log_filter *f, int *n_written, diag *d) {
   export_ctx x = {.db = db, .out = out, .f = f};
   temper_status s = db_targets(db, &x.targets, &x.n_targets);

@@ -23,6 +23,8 @@ typedef struct log_result {
   int more_bad;             /* bad lines beyond those */
 } log_result;
 
+/* one record as a log line, to out */
+temper_status log_write_record(FILE *out, const db_record *r, const db_target *t, const char *op, const char *desc, double flops);
 temper_status log_export(temper_db *db, FILE *out, const log_filter *f, int *n_written, diag *d);
 /* one transaction per file; a bad line aborts the file unless skip_bad */
 temper_status log_import(temper_db *db, const char *path, int skip_bad, log_result *res, diag *d);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cost_model.h"
+#include "log.h"
 #include "target.h"
 #include "tune.h"
 
@@ -76,6 +77,66 @@ static void build_all(builders *b) {
 }
 
 /* ---- one measurement, recorded ---- */
+/* ---- the lease heartbeat: a thread with its own connection renews this
+ * tuner's leases every third of their life, so a long batch keeps them and
+ * a dead tuner (kill -9, power lost, network cut) loses them ---- */
+typedef struct heartbeat {
+  temper_db *db;            /* the thread's own connection */
+  const char *owner;
+  double lease_s;
+  pthread_t th;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stop, running;
+} heartbeat;
+
+static void *heartbeat_thread(void *arg) {
+  heartbeat *h = arg;
+  pthread_mutex_lock(&h->mu);
+  while (!h->stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double at = ts.tv_sec + ts.tv_nsec * 1e-9 + h->lease_s / 3;
+    ts.tv_sec = (time_t)at;
+    ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
+    pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+    if (h->stop) break;
+    pthread_mutex_unlock(&h->mu);
+    db_lease_renew(h->db, h->owner, h->lease_s);   /* a failure: the next beat tries again */
+    pthread_mutex_lock(&h->mu);
+  }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+static void heartbeat_start(heartbeat *h, temper_db *db, const char *owner, double lease_s) {
+  memset(h, 0, sizeof *h);
+  char err[256];
+  if (db_reopen(db, &h->db, err, sizeof err)) return;   /* then the batches' own claims renew */
+  db_set_wait(h->db, lease_s / 3);
+  h->owner = owner, h->lease_s = lease_s;
+  pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, NULL);
+  h->running = !pthread_create(&h->th, NULL, heartbeat_thread, h);
+  if (!h->running) {
+    temper_db_close(h->db);
+    h->db = NULL;
+  }
+}
+
+static void heartbeat_stop(heartbeat *h) {
+  if (!h->running) return;
+  pthread_mutex_lock(&h->mu);
+  h->stop = 1;
+  pthread_cond_signal(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+  pthread_join(h->th, NULL);
+  pthread_mutex_destroy(&h->mu);
+  pthread_cond_destroy(&h->cv);
+  temper_db_close(h->db);
+  h->running = 0;
+}
+
 typedef struct tuner {
   temper_db *db;
   const tune_opts *o;
@@ -85,7 +146,11 @@ typedef struct tuner {
   char host[64];
   unsigned long counter;
   double t_compile, t_measure;
+  db_lease_owner me;        /* this tuner in the leases table */
+  double lease_s, round_start;   /* the round: leases finished after this are this round's */
 } tuner;
+
+static int stopped(const tuner *tu) { return tu->o->stop && *tu->o->stop; }
 
 static double median_of(const double *v, int n) {
   double tmp[MEASURE_MAX_ROUNDS];
@@ -244,23 +309,35 @@ typedef struct task_state {
   double t0, c0, m0;
   double hist[4];          /* best time after each of the last batches, for the scheduler */
   int batches;
+  int64_t seen_id;         /* --minutes: records up to this id are in the search */
 } task_state;
+
+/* the workload's description, as the database keeps it */
+static void task_desc(const tune_task *t, char *desc, size_t n) {
+  const conv_workload *w = &t->w;
+  snprintf(desc, n,
+           "{\"op\":\"conv2d\",\"N\":%lld,\"C\":%lld,\"H\":%lld,\"W\":%lld,\"K\":%lld,\"R\":%lld,\"S\":%lld,\"stride\":[%lld,%lld],"
+           "\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld],\"groups\":%lld,\"dtype\":\"float32\",\"layout\":\"NCHW\"}",
+           (long long)w->N, (long long)w->C, (long long)w->H, (long long)w->W, (long long)w->K, (long long)w->R, (long long)w->S,
+           (long long)w->sh, (long long)w->sw, (long long)w->pt, (long long)w->pl, (long long)w->pb, (long long)w->pr,
+           (long long)w->dh, (long long)w->dw, (long long)w->G);
+}
+
+/* the task's workload in the database (a lease names it) */
+static temper_status task_register(tuner *tu, const tune_task *t, diag *d) {
+  char desc[512];
+  task_desc(t, desc, sizeof desc);
+  int64_t wid;
+  temper_status s = db_workload_id(tu->db, t->key, "conv2d", desc, t->flops, &wid);
+  return s ? diag_fail(d, s, "%s", db_errmsg(tu->db)) : TEMPER_OK;
+}
 
 static temper_status task_begin(tuner *tu, const tune_task *t, int ti, int nt, tune_task_result *res, task_state *st, diag *d) {
   const tune_opts *o = tu->o;
   temper_status s;
   memset(st, 0, sizeof *st);
   st->t = t, st->res = res, st->ti = ti, st->nt = nt;
-  char desc[512];
-  const conv_workload *w = &t->w;
-  snprintf(desc, sizeof desc,
-           "{\"op\":\"conv2d\",\"N\":%lld,\"C\":%lld,\"H\":%lld,\"W\":%lld,\"K\":%lld,\"R\":%lld,\"S\":%lld,\"stride\":[%lld,%lld],"
-           "\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld],\"groups\":%lld,\"dtype\":\"float32\",\"layout\":\"NCHW\"}",
-           (long long)w->N, (long long)w->C, (long long)w->H, (long long)w->W, (long long)w->K, (long long)w->R, (long long)w->S,
-           (long long)w->sh, (long long)w->sw, (long long)w->pt, (long long)w->pl, (long long)w->pb, (long long)w->pr,
-           (long long)w->dh, (long long)w->dw, (long long)w->G);
-  int64_t wid;
-  if ((s = db_workload_id(tu->db, t->key, "conv2d", desc, t->flops, &wid))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
+  if ((s = task_register(tu, t, d))) return s;
   search_init(&st->sr, o->search, &t->space, o->seed ^ data_hash_name(t->key));
   /* resume: what the database already knows for this condition */
   int64_t *done_idx = NULL;
@@ -348,7 +425,7 @@ static temper_status task_end(tuner *tu, task_state *st, diag *d) {
   search_free(&st->sr);
   res->compile_s = tu->t_compile - st->c0;
   res->measure_s = tu->t_measure - st->m0;
-  if (o->top_k > 0) {
+  if (o->top_k > 0 && !stopped(tu)) {
     db_record *top = NULL;
     int n_top = 0;
     if ((s = db_ok_records(tu->db, t->key, tu->target_id, o->m.threads, &top, &n_top))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
@@ -379,17 +456,79 @@ static temper_status task_end(tuner *tu, task_state *st, diag *d) {
   return TEMPER_OK;
 }
 
-/* a task tuned on its own within `trials` new measurements */
-static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt, tune_task_result *res, diag *d) {
+/* still ours? A lease lost (expired while the server was away, taken by
+ * another tuner) ends the task here. Not asked while records wait in the
+ * spool: the server is away, and tuning goes on. */
+static int lease_kept(tuner *tu, const tune_task *t) {
+  if (db_pending(tu->db)) return 1;
+  return db_lease_held(tu->db, t->key, tu->target_id, tu->o->m.threads, tu->me.owner) != 0;
+}
+
+/* a task tuned on its own within `budget` new measurements */
+static temper_status tune_task_run(tuner *tu, const tune_task *t, int ti, int nt, int budget, tune_task_result *res, diag *d) {
   task_state st;
   temper_status s = task_begin(tu, t, ti, nt, res, &st, d);
   if (s) return s;
-  while (res->new_trials < tu->o->trials) {
+  while (res->new_trials < budget && !stopped(tu)) {
+    if (!lease_kept(tu, t)) {
+      if (tu->o->log) fprintf(tu->o->log, "%s: the lease on this task was lost (another tuner has it now); going on with the next\n", t->key);
+      break;
+    }
     int n;
-    if ((s = task_batch(tu, &st, tu->o->trials - res->new_trials, tu->o->trials, -1, &n, d)) || !n) break;
+    if ((s = task_batch(tu, &st, budget - res->new_trials, budget, -1, &n, d)) || !n) break;
   }
   temper_status e = task_end(tu, &st, d);
   return s ? s : e;
+}
+
+/* --trials: each task in turn, under its lease. A task another tuner holds
+ * is put back and tried again after the others; one it finished in this
+ * round is skipped; one a stopped tuner left is finished where it stopped. */
+static temper_status tune_sequential(tuner *tu, tune_task *tasks, int n, tune_task_result *results, diag *d) {
+  const tune_opts *o = tu->o;
+  char *left = calloc((size_t)n + 1, 1);
+  if (!left) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  int nt = 0, k = 0, n_left = 0, waited = 0;
+  for (int i = 0; i < n; i++) nt += left[i] = (char)matches(o, &tasks[i]);
+  n_left = nt;
+  temper_status s = TEMPER_OK;
+  while (n_left && !s && !stopped(tu)) {
+    int progressed = 0, busy = 0;
+    for (int i = 0; i < n && !s && !stopped(tu); i++) {
+      if (!left[i]) continue;
+      db_lease l;
+      if ((s = task_register(tu, &tasks[i], d))) break;
+      if ((s = db_lease_claim(tu->db, tasks[i].key, tu->target_id, o->m.threads, &tu->me, tu->lease_s, tu->round_start, &l))) {
+        s = diag_fail(d, s, "%s", db_errmsg(tu->db));
+        break;
+      }
+      if (l.state == DB_LEASE_BUSY) { busy++; continue; }
+      left[i] = 0, n_left--, progressed = 1;
+      if (l.state == DB_LEASE_DONE) {
+        memset(&results[i], 0, sizeof results[i]);
+        str_copy(results[i].tuned_by, sizeof results[i].tuned_by, l.holder);
+        if (o->log) fprintf(o->log, "[%d/%d] %s: tuned by %s in this round\n", ++k, nt, tasks[i].key, l.holder);
+        continue;
+      }
+      int budget = o->trials, before = 0;
+      if (l.prev_run && !(s = db_count_run(tu->db, tasks[i].key, tu->target_id, o->m.threads, l.prev_run, &before))) {
+        budget = before < o->trials ? o->trials - before : 0;
+        if (o->log)
+          fprintf(o->log, "%s: taking over from a tuner that stopped (run %lld, %d trials made): %d left\n", tasks[i].key,
+                  (long long)l.prev_run, before, budget);
+      }
+      if (!s) s = tune_task_run(tu, &tasks[i], k++, nt, budget, &results[i], d);
+      results[i].resumed_run = l.prev_run;
+      db_lease_release(tu->db, tasks[i].key, tu->target_id, o->m.threads, tu->me.owner, !s && !stopped(tu));
+    }
+    if (!progressed && busy && !s) {   /* every task left is another tuner's now: wait for them */
+      if (o->log && !waited++) fprintf(o->log, "waiting: %d task%s held by other tuners\n", busy, busy > 1 ? "s" : "");
+      struct timespec ts = {0, 250 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  free(left);
+  return s;
 }
 
 /* The expected gain of one more batch of a task, in model seconds, after
@@ -408,30 +547,85 @@ double tune_task_priority(const tune_task *t, const double *hist, int batches, d
   return t->count * (rate > floor ? rate : floor);
 }
 
+/* --minutes: a task's lease for one batch, and what other tuners measured
+ * since this tuner's last batch folded into its search. 1: go; 0: another
+ * tuner holds it now; -1: finished in this round by another tuner. */
+static int sched_claim(tuner *tu, task_state *st, diag *d, temper_status *s) {
+  const tune_task *t = st->t;
+  db_lease l;
+  if ((*s = db_lease_claim(tu->db, t->key, tu->target_id, tu->o->m.threads, &tu->me, tu->lease_s, tu->round_start, &l))) {
+    diag_fail(d, *s, "%s", db_errmsg(tu->db));
+    return 0;
+  }
+  if (l.state != DB_LEASE_MINE) return l.state == DB_LEASE_DONE ? -1 : 0;
+  int64_t *done = NULL;
+  int n_done = 0, n_ok = 0;
+  db_record *oks = NULL;
+  if (db_measured(tu->db, t->key, tu->target_id, tu->o->m.threads, &done, &n_done) ||
+      db_ok_records(tu->db, t->key, tu->target_id, tu->o->m.threads, &oks, &n_ok))
+    n_done = n_ok = 0;   /* the server is away: tune on what the search knows */
+  for (int i = 0; i < n_done; i++) search_mark(&st->sr, done[i]);
+  int64_t seen = st->seen_id;
+  for (int i = 0; i < n_ok; i++) {
+    if (oks[i].run_id == tu->run_id || oks[i].id <= seen) continue;
+    search_update(&st->sr, oks[i].config_index, oks[i].median_s);
+    if (!st->res->best_s || oks[i].median_s < st->res->best_s) {
+      st->res->best_s = oks[i].median_s;
+      str_copy(st->res->best_config, sizeof st->res->best_config, oks[i].config);
+    }
+    if (oks[i].id > st->seen_id) st->seen_id = oks[i].id;
+  }
+  free(done);
+  free(oks);
+  return 1;
+}
+
 /* --minutes: the scheduler spends the budget a batch at a time where the
- * expected gain in model latency is largest */
+ * expected gain in model latency is largest; a task another tuner is
+ * measuring at that moment is passed over for a second */
 static temper_status tune_scheduled(tuner *tu, tune_task *tasks, int n, tune_task_result *results, diag *d) {
   const tune_opts *o = tu->o;
   task_state *st = calloc((size_t)n + 1, sizeof *st);
   char *live = calloc((size_t)n + 1, 1);
-  temper_status s = st && live ? TEMPER_OK : diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  double *away = calloc((size_t)n + 1, sizeof *away);
+  temper_status s = st && live && away ? TEMPER_OK : diag_fail(d, TEMPER_ENOMEM, "out of memory");
   int nt = 0;
   for (int i = 0; i < n; i++) nt += matches(o, &tasks[i]);
   for (int i = 0, k = 0; i < n && !s; i++)
     if (matches(o, &tasks[i]) && !(s = task_begin(tu, &tasks[i], k++, nt, &results[i], &st[i], d))) live[i] = 1;
+  for (int i = 0; i < n && !s; i++) {   /* what the database holds now is known; later records are others' news */
+    db_record *oks = NULL;
+    int n_ok = 0;
+    if (live[i] && !db_ok_records(tu->db, tasks[i].key, tu->target_id, o->m.threads, &oks, &n_ok))
+      for (int j = 0; j < n_ok; j++) st[i].seen_id = oks[j].id > st[i].seen_id ? oks[j].id : st[i].seen_id;
+    free(oks);
+  }
   double end = data_now() + o->minutes * 60;
-  while (!s && data_now() < end) {
+  while (!s && data_now() < end && !stopped(tu)) {
     int pick = -1;
-    double best = -1;
+    double best = -1, now = data_now();
+    int waiting = 0;
     for (int i = 0; i < n; i++) {
       if (!live[i] || results[i].new_trials >= o->trials) continue;
+      if (away[i] > now) { waiting++; continue; }
       double pr = tune_task_priority(&tasks[i], st[i].hist, st[i].batches, results[i].best_s);
       if (pr > best || (pr == best && pick >= 0 && tasks[i].flops * tasks[i].count > tasks[pick].flops * tasks[pick].count))
         best = pr, pick = i;
     }
-    if (pick < 0) break;
+    if (pick < 0) {
+      if (!waiting) break;
+      struct timespec ts = {0, 100 * 1000 * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    int go = sched_claim(tu, &st[pick], d, &s);
+    if (s) break;
+    if (go < 0) { live[pick] = 0; str_copy(results[pick].tuned_by, sizeof results[pick].tuned_by, "another tuner"); continue; }
+    if (!go) { away[pick] = now + 1; continue; }
     int got;
-    if ((s = task_batch(tu, &st[pick], BATCH, o->trials, end - data_now(), &got, d))) break;
+    s = task_batch(tu, &st[pick], BATCH, o->trials, end - data_now(), &got, d);
+    db_lease_release(tu->db, tasks[pick].key, tu->target_id, o->m.threads, tu->me.owner, 0);
+    if (s) break;
     if (!got) live[pick] = 0;
   }
   for (int i = 0; i < n; i++)
@@ -442,19 +636,54 @@ static temper_status tune_scheduled(tuner *tu, tune_task *tasks, int n, tune_tas
     }
   free(st);
   free(live);
+  free(away);
   return s;
+}
+
+/* this tuner in the leases table: host, pid and a random part, unique */
+static void lease_owner(tuner *tu) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t h = data_hash_name(tu->host) ^ ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec * 2654435761u;
+  snprintf(tu->me.owner, sizeof tu->me.owner, "%s:%d:%016llx", tu->host, (int)getpid(), (unsigned long long)h);
+  str_copy(tu->me.host, sizeof tu->me.host, tu->host);
+  tu->me.run_id = tu->run_id;
+}
+
+static temper_status save_pending(tuner *tu, const db_target *tg, const tune_task *tasks, int n, diag *d) {
+  char path[64];
+  snprintf(path, sizeof path, "temper-unwritten-%d.jsonl", (int)getpid());
+  FILE *f = fopen(path, "w");
+  int k = 0;
+  const db_record *r = db_pending_records(tu->db);
+  for (; f && k < db_pending(tu->db); k++) {
+    int i = 0;
+    while (i < n && strcmp(tasks[i].key, r[k].workload)) i++;
+    if (i == n) continue;
+    char desc[512];
+    task_desc(&tasks[i], desc, sizeof desc);
+    if (log_write_record(f, &r[k], tg, "conv2d", desc, tasks[i].flops)) break;
+  }
+  if (f && fclose(f)) k = -1;
+  if (!f || k < db_pending(tu->db))
+    return diag_fail(d, TEMPER_EDB, "%s; %d measurements could not be saved to %s either: they are lost", db_errmsg(tu->db),
+                     db_pending(tu->db), path);
+  return diag_fail(d, TEMPER_EDB, "%s; its %d unwritten measurements are saved in %s: `temper db import %s --db URL` adds them",
+                   db_errmsg(tu->db), k, path, path);
 }
 
 temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,
                        tune_task_result *results, diag *d) {
-  tuner tu = {.db = db, .o = o};
+  tuner tu = {.db = db, .o = o, .lease_s = o->lease_s > 0 ? o->lease_s : 60};
   gethostname(tu.host, sizeof tu.host - 1);
   db_target tg;
   if (o->target) tg = *o->target;
   else target_host(&tg);
   temper_status s = db_target_id(db, &tg, &tu.target_id);
   if (!s) s = db_run_begin(db, command, o->seed, tu.host, &tu.run_id);
+  if (!s) s = db_now(db, &tu.round_start);
   if (s) return diag_fail(d, s, "%s", db_errmsg(db));
+  lease_owner(&tu);
   if (!o->measure) {
     cg_target ct;
     cg_host_target(&ct, d);
@@ -464,13 +693,18 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
     char err[256];
     if (!s && !(tu.r = runner_start(o->runner_binary, err, sizeof err))) s = diag_fail(d, TEMPER_EIO, "%s", err);
   }
+  heartbeat hb;
+  heartbeat_start(&hb, db, tu.me.owner, tu.lease_s);
   if (!s && o->minutes > 0) s = tune_scheduled(&tu, tasks, n, results, d);
-  else {
-    int nt = 0;
-    for (int i = 0; i < n; i++) nt += matches(o, &tasks[i]);
-    for (int i = 0, k = 0; i < n && !s; i++)
-      if (matches(o, &tasks[i])) s = tune_task_run(&tu, &tasks[i], k++, nt, &results[i], d);
+  else if (!s) s = tune_sequential(&tu, tasks, n, results, d);
+  heartbeat_stop(&hb);
+  if (db_pending(db) && o->log)
+    fprintf(o->log, "%s is away: %d measurements wait to be written\n", db_where(db), db_pending(db));
+  if (db_flush(db)) {   /* the server stayed away: the measurements go to a log the user can import */
+    temper_status e = save_pending(&tu, &tg, tasks, n, d);
+    if (!s) s = e;
   }
+  db_lease_release_all(db, tu.me.owner);   /* stopped or failed: another tuner may take them at once */
   db_run_end(db, tu.run_id);
   if (o->log && !o->measure)
     fprintf(o->log, "time: compile %.1f s, measure %.1f s\n", tu.t_compile, tu.t_measure);

@@ -31,6 +31,8 @@ typedef struct tune_opts {
   void *log;                /* FILE*: progress and summary; NULL: quiet */
   int tty;                  /* live progress lines */
   int no_default;           /* do not measure the default config first (benchmarks of the search alone) */
+  double lease_s;           /* a task's lease lasts this long unless renewed (0: 60 s) */
+  const volatile int *stop; /* set (by Ctrl-C): stop after the batch in progress, release the leases */
 } tune_opts;
 
 typedef struct tune_task_result {
@@ -39,10 +41,15 @@ typedef struct tune_task_result {
   int transfer_rows;             /* xgb: records of other workloads it started from */
   double best_s, default_s;   /* per call, 0 if unknown */
   char best_config[512];
+  char tuned_by[64];             /* another tuner of this round finished the task: its host */
+  int64_t resumed_run;           /* the task was taken over from this run (a tuner that stopped) */
 } tune_task_result;
 
 /* tune_run: tunes every task (matching the pattern) and records every
- * measurement in db as it happens; results[i] for tasks[i]. */
+ * measurement in db as it happens; results[i] for tasks[i]. Tuners that
+ * share the database split the tasks by leases (db.h): each task is tuned
+ * by one tuner at a time; one finished by another tuner during this run is
+ * skipped; one whose tuner stopped is taken over and its budget finished. */
 temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,
                        tune_task_result *results, diag *d);
 /* the scheduler's expected gain of another batch of task t (see tune.c) */
