@@ -271,6 +271,36 @@ static void test_build_equals_sqlite_copy(void **state) {
   expect(sh("%s db show '%s'", T, url), 0, "conv2d");
 }
 
+/* a server that is not there: exit 1 at once, the URL named, its password not */
+static void test_unreachable_server(void **state) {
+  (void)state;
+  const char *url = "postgresql://temper:hunter2@/temper?host=/nonexistent/socket/dir";
+  expect(sh("cd %s && %s tune " MODEL " --db '%s' --trials 1 2>&1", TEMPER_SOURCE_DIR, T, url), 1,
+         "postgresql://temper:***@/temper?host=/nonexistent/socket/dir: cannot connect to the PostgreSQL server");
+  expect(sh("cd %s && %s tune " MODEL " --db '%s' --trials 1 2>&1 | grep -c hunter2", TEMPER_SOURCE_DIR, T, url), 1, "0");
+  expect(sh("%s db show '%s' 2>&1", T, url), 1, "cannot connect");
+  expect(sh("cd %s && %s build " MODEL " --db '%s' -o %s/x.so 2>&1", TEMPER_SOURCE_DIR, T, url, dir), 1, "cannot connect");
+}
+
+/* docs/team.md's recipe as written: the roles and grants of docs/team/,
+ * a tuner that writes, a build that only reads, a build role that cannot
+ * tune */
+static void test_docs_recipe(void **state) {
+  (void)state;
+  const char *host = getenv("PGHOST");
+  expect(sh("psql -q -v ON_ERROR_STOP=1 -f %s/docs/team/roles.sql 2>&1", TEMPER_SOURCE_DIR), 0, NULL);
+  char admin[512], tuner_url[512], build[512];
+  snprintf(admin, sizeof admin, "postgresql://temper_admin@/temper?host=%s", host);
+  snprintf(tuner_url, sizeof tuner_url, "postgresql://temper_tuner@/temper?host=%s", host);
+  snprintf(build, sizeof build, "postgresql://temper_build@/temper?host=%s", host);
+  expect(sh("%s db show '%s' 2>&1", T, admin), 0, "workload");   /* creates the schema */
+  expect(sh("psql -q -v ON_ERROR_STOP=1 '%s' -f %s/docs/team/grants.sql 2>&1", admin, TEMPER_SOURCE_DIR), 0, NULL);
+  expect(sh("cd %s && %s tune " MODEL " --db '%s' --trials 2 --top-k 1 --min-repeat-ms 1 2>&1", TEMPER_SOURCE_DIR, T, tuner_url), 0,
+         "estimated conv2d time");
+  expect(sh("cd %s && %s build " MODEL " --db '%s' -o %s/r.so 2>&1", TEMPER_SOURCE_DIR, T, build, dir), 0, "record (");
+  expect(sh("cd %s && %s tune " MODEL " --db '%s' --trials 1 2>&1", TEMPER_SOURCE_DIR, T, build), 1, "permission denied");
+}
+
 int main(void) {
   const struct CMUnitTest both[] = {
       cmocka_unit_test(test_three_tuners), cmocka_unit_test(test_scheduled_tuners), cmocka_unit_test(test_killed_tuner_taken_over),
@@ -278,7 +308,8 @@ int main(void) {
   };
   const struct CMUnitTest pg_only[] = {
       cmocka_unit_test(test_server_restart_mid_run),
-      cmocka_unit_test(test_build_equals_sqlite_copy),
+      cmocka_unit_test(test_build_equals_sqlite_copy), cmocka_unit_test(test_unreachable_server),
+      cmocka_unit_test(test_docs_recipe),
   };
   int rc = cmocka_run_group_tests_name("sqlite", both, setup_sqlite, teardown);
   if (!getenv("TEMPER_TEST_PG")) {
