@@ -551,6 +551,30 @@ static temper_status insert_or_spool(temper_db *db, const db_record *r) {
   return s;
 }
 
+temper_status db_insert_batch(temper_db *db, db_record *r, int n) {
+  for (int i = 0; i < n; i++)
+    if (!r[i].measured_at[0]) utc_now(r[i].measured_at, sizeof r[i].measured_at);
+  temper_status s = TEMPER_OK;
+  db->no_wait = 1;
+  if (db->n_spool || db->in_tx || n == 1) {   /* one by one: the spool keeps their order */
+    for (int i = 0; i < n && !s; i++) s = insert_or_spool(db, &r[i]);
+    db->no_wait = 0;
+    return s;
+  }
+  if (exec(db, db->be->begin_write)) s = fail(db, "cannot lock for writing");
+  else {
+    db->in_tx = 1;
+    for (int i = 0; i < n && !s; i++) s = insert_record(db, &r[i]);
+    db->in_tx = 0;
+    if (s) exec(db, "ROLLBACK");
+    else if (exec(db, "COMMIT")) s = fail(db, "commit");
+  }
+  if (s && db->be->lost(db->c))   /* the server went away: hold them all (a commit that did land is found at the flush) */
+    for (int i = 0, e = 0; i < n && !e; i++) e = spool(db, &r[i]), s = e;
+  db->no_wait = 0;
+  return s;
+}
+
 temper_status db_insert(temper_db *db, const db_record *rec) {
   db_record r = *rec;
   if (!r.measured_at[0]) utc_now(r.measured_at, sizeof r.measured_at);   /* fixed now: a retry is the same record */

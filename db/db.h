@@ -91,8 +91,11 @@ temper_status db_target_id(temper_db *db, const db_target *t, int64_t *id);
 temper_status db_workload_id(temper_db *db, const char *key, const char *op, const char *desc_json, double flops, int64_t *id);
 temper_status db_run_begin(temper_db *db, const char *command, uint64_t seed, const char *host, int64_t *id);
 temper_status db_run_end(temper_db *db, int64_t id);
-/* inserts one record in its own transaction (committed on return) */
+/* inserts one record in its own transaction (committed on return); with
+ * the server away, holds it (db_pending) and returns TEMPER_OK */
 temper_status db_insert(temper_db *db, const db_record *r);
+/* n records in one transaction; an empty measured_at is set to now in r */
+temper_status db_insert_batch(temper_db *db, db_record *r, int n);
 
 /* config indices already measured for (workload, target, threads), counting
  * only records of the template versions in force: *out malloc'd */

@@ -164,8 +164,9 @@ static double median_of(const double *v, int n) {
   return n ? (n % 2 ? tmp[n / 2] : 0.5 * (tmp[n / 2 - 1] + tmp[n / 2])) : 0;
 }
 
-static temper_status record(tuner *tu, const tune_task *t, const sched_config *cfg, int64_t idx, const measure_result *m,
-                            int remeasure, db_record *out) {
+/* a measurement as the database keeps it */
+static void make_record(tuner *tu, const tune_task *t, const sched_config *cfg, int64_t idx, const measure_result *m, int remeasure,
+                        db_record *out) {
   db_record r = {0};
   snprintf(r.workload, sizeof r.workload, "%s", t->key);
   r.target_id = tu->target_id;
@@ -193,8 +194,20 @@ static temper_status record(tuner *tu, const tune_task *t, const sched_config *c
   snprintf(r.temper_version, sizeof r.temper_version, "%s", TEMPER_VERSION);
   r.run_id = tu->run_id;
   r.remeasure = remeasure;
-  if (out) *out = r;
-  return db_insert(tu->db, &r);
+  *out = r;
+}
+
+/* a batch's measurements, recorded in one transaction: each is measured
+ * before any is written, so one commit loses nothing a commit per record
+ * would keep, and costs a server's disk flush once per batch */
+static temper_status record_batch(tuner *tu, const tune_task *t, const int64_t *idx, const measure_result *m, int n, int remeasure,
+                                  db_record *out) {
+  for (int i = 0; i < n; i++) {
+    sched_config c;
+    space_config(&t->space, idx[i], &c);
+    make_record(tu, t, &c, idx[i], &m[i], remeasure, &out[i]);
+  }
+  return db_insert_batch(tu->db, out, n);
 }
 
 /* builds and measures a batch of configs; outcomes in res[] */
@@ -392,12 +405,11 @@ static temper_status task_batch(tuner *tu, task_state *st, int want, int budget,
   if (!n) return TEMPER_OK;
   measure_result m[BATCH];
   measure_batch(tu, t, idx, n, 1, m);
+  db_record recs[BATCH];
+  temper_status s = record_batch(tu, t, idx, m, n, 0, recs);
+  if (s) return diag_fail(d, s, "%s", db_errmsg(tu->db));
   for (int i = 0; i < n; i++) {
-    sched_config c;
-    space_config(&t->space, idx[i], &c);
-    db_record r;
-    temper_status s = record(tu, t, &c, idx[i], &m[i], 0, &r);
-    if (s) return diag_fail(d, s, "%s", db_errmsg(tu->db));
+    const db_record r = recs[i];
     res->new_trials++;
     if (r.status != DB_OK) res->errors++;
     if (o->on_record) o->on_record(o->on_record_ctx, t, &r);
@@ -440,11 +452,8 @@ static temper_status task_end(tuner *tu, task_state *st, diag *d) {
     if (k) {
       measure_result m[BATCH * 2];
       measure_batch(tu, t, idx, k, 3, m);
-      for (int i = 0; i < k; i++) {
-        sched_config c;
-        space_config(&t->space, idx[i], &c);
-        if ((s = record(tu, t, &c, idx[i], &m[i], 1, NULL))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
-      }
+      db_record recs[BATCH * 2];
+      if ((s = record_batch(tu, t, idx, m, k, 1, recs))) return diag_fail(d, s, "%s", db_errmsg(tu->db));
       db_record best;
       if (db_best(tu->db, t->key, tu->target_id, o->m.threads, &best)) {
         res->best_s = best.median_s;

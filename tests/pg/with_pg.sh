@@ -19,7 +19,9 @@ if [ "$(id -u)" = 0 ]; then   # initdb refuses root: the server runs as Debian's
   chown postgres "$dir"
   as="runuser -u postgres --"
 fi
-ctl="$as $bin/pg_ctl -D $dir/data -l $dir/server.log -w -o \"-k $dir -c listen_addresses='' -F\""
+fsync="-F"   # tests need no durability; a benchmark of commits does: TEMPER_PG_FSYNC=1
+[ "${TEMPER_PG_FSYNC:-0}" = 1 ] && fsync=""
+ctl="$as $bin/pg_ctl -D $dir/data -l $dir/server.log -w -o \"-k $dir -c listen_addresses='' $fsync\""
 stop() {
   $as "$bin/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1
   rm -rf "$dir"
