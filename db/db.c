@@ -268,13 +268,16 @@ static const char *schema_v3_choices =
     "  host {TEXT} NOT NULL, temper_version {TEXT} NOT NULL, UNIQUE(model, target_id, threads, workload_id));";
 
 /* schema version 4 adds the leases of tuners sharing the database: one row
- * per task (workload, target, threads) ever claimed; expires and done_at
- * in seconds since 1970 by the database's clock */
+ * per task (workload, target, threads) ever claimed, and one per tuner run
+ * (alive while its expiry is renewed; tuners alive at once form a round);
+ * times in seconds since 1970 by the database's clock */
 static const char *schema_v4_leases =
     "CREATE TABLE IF NOT EXISTS leases(workload_id BIGINT NOT NULL REFERENCES workloads(id),"
     "  target_id BIGINT NOT NULL REFERENCES targets(id), threads INTEGER NOT NULL, owner {TEXT} NOT NULL, host {TEXT} NOT NULL,"
     "  run_id BIGINT, since {TEXT} NOT NULL, expires DOUBLE PRECISION NOT NULL, done_at DOUBLE PRECISION,"
-    "  PRIMARY KEY(workload_id, target_id, threads));";
+    "  PRIMARY KEY(workload_id, target_id, threads));"
+    "CREATE TABLE IF NOT EXISTS tuners(run_id BIGINT PRIMARY KEY REFERENCES runs(id), owner {TEXT} NOT NULL, host {TEXT} NOT NULL,"
+    "  round_start DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL);";
 
 static temper_status set_version(temper_db *db) {
   char v[16];
@@ -714,7 +717,17 @@ static temper_status show_leases(temper_db *db, FILE *f) {
             col_text(db, q, 3), col_text(db, q, 4), db->be->f64(q, 5));
   }
   db->be->done(q);
-  return rc ? fail(db, "reading the leases") : TEMPER_OK;
+  if (rc) return fail(db, "reading the leases");
+  q = query(db, "SELECT u.host, u.run_id, r.started_at, r.command FROM tuners u JOIN runs r ON r.id=u.run_id"
+                " WHERE u.expires > {NOW} ORDER BY u.run_id", "");
+  if (!q) return fail(db, "reading the tuners");
+  first = 1;
+  while ((rc = db->be->next(q)) == 1) {
+    if (first) fprintf(f, "\n%-24s %6s %-24s %s\n", "live tuner", "run", "started", "command"), first = 0;
+    fprintf(f, "%-24s %6lld %-24s %.100s\n", col_text(db, q, 0), (long long)db->be->i64(q, 1), col_text(db, q, 2), col_text(db, q, 3));
+  }
+  db->be->done(q);
+  return rc ? fail(db, "reading the tuners") : TEMPER_OK;
 }
 
 temper_status db_show(temper_db *db, void *file) {
@@ -1002,8 +1015,31 @@ temper_status db_lease_claim(temper_db *db, const char *workload, int64_t tid, i
 }
 
 temper_status db_lease_renew(temper_db *db, const char *owner, double ttl_s) {
-  return write1(db, "renewing leases", NULL, "UPDATE leases SET expires={NOW} + $2 WHERE owner=$1 AND done_at IS NULL", "td", owner,
-                ttl_s);
+  temper_status s = write1(db, "renewing leases", NULL, "UPDATE leases SET expires={NOW} + $2 WHERE owner=$1 AND done_at IS NULL", "td",
+                           owner, ttl_s);
+  if (!s) s = write1(db, "renewing a tuner", NULL, "UPDATE tuners SET expires={NOW} + $2 WHERE owner=$1", "td", owner, ttl_s);
+  return s;
+}
+
+/* A tuner joins: the round is the one of the tuners alive now (the
+ * earliest start among them), or a new one from now */
+temper_status db_tuner_join(temper_db *db, const db_lease_owner *me, double ttl_s, double *round_start) {
+  temper_status s = db_begin(db);
+  if (s) return s;
+  db_cursor *q = query(db, "SELECT min(round_start), {NOW} FROM tuners WHERE expires > {NOW}", "");
+  int rc = q ? db->be->next(q) : -1;
+  if (rc == 1) *round_start = db->be->text(q, 0) ? db->be->f64(q, 0) : db->be->f64(q, 1);
+  if (q) db->be->done(q);
+  if (rc != 1) s = fail(db, "reading the tuners");
+  if (!s)
+    s = write1(db, "joining the tuners", NULL,
+               "INSERT INTO tuners(run_id, owner, host, round_start, expires) VALUES($1, $2, $3, $4, {NOW} + $5)", "ittdd", me->run_id,
+               me->owner, me->host, *round_start, ttl_s);
+  if (s) {
+    db_rollback(db);
+    return s;
+  }
+  return db_commit(db);
 }
 
 int db_lease_held(temper_db *db, const char *workload, int64_t tid, int threads, const char *owner) {
@@ -1028,5 +1064,7 @@ temper_status db_lease_release(temper_db *db, const char *workload, int64_t tid,
 }
 
 temper_status db_lease_release_all(temper_db *db, const char *owner) {
-  return write1(db, "releasing leases", NULL, "UPDATE leases SET expires=0 WHERE owner=$1 AND done_at IS NULL", "t", owner);
+  temper_status s = write1(db, "releasing leases", NULL, "UPDATE leases SET expires=0 WHERE owner=$1 AND done_at IS NULL", "t", owner);
+  if (!s) s = write1(db, "leaving the tuners", NULL, "UPDATE tuners SET expires=0 WHERE owner=$1", "t", owner);
+  return s;
 }

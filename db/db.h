@@ -118,8 +118,9 @@ temper_status db_count_run(temper_db *db, const char *workload, int64_t target_i
 /* Leases: tuners sharing a database claim a task (workload, target,
  * threads) before they tune it, renew the claim while they work and
  * release it when done; a claim that is not renewed expires (the tuner
- * died), and another tuner takes the task over. Times are the database's
- * clock, in seconds since 1970. */
+ * died), and another tuner takes the task over. Tuners alive at the same
+ * time form a round: a task one of them finished is not tuned again by the
+ * others. Times are the database's clock, in seconds since 1970. */
 typedef struct db_lease_owner {
   char owner[128];          /* unique per tuner process: host, pid, a random part */
   char host[64];
@@ -136,9 +137,13 @@ typedef struct db_lease {
   char holder[64];          /* busy or done: the other tuner's host */
 } db_lease;
 temper_status db_now(temper_db *db, double *seconds);
+/* a tuner run joins the tuners alive now: *round_start is their round's
+ * start (the earliest start among them), or now if none is alive; renewed
+ * with its leases, left with db_lease_release_all */
+temper_status db_tuner_join(temper_db *db, const db_lease_owner *me, double ttl_s, double *round_start);
 temper_status db_lease_claim(temper_db *db, const char *workload, int64_t target_id, int threads, const db_lease_owner *me,
                              double ttl_s, double round_start, db_lease *out);
-/* every live lease of owner: expires ttl_s from now */
+/* every live lease of owner, and its tuners row: expire ttl_s from now */
 temper_status db_lease_renew(temper_db *db, const char *owner, double ttl_s);
 /* 1 if owner still holds the task's lease, 0 if not, -1 on error (a server away is not waited for) */
 int db_lease_held(temper_db *db, const char *workload, int64_t target_id, int threads, const char *owner);

@@ -690,9 +690,9 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
   else target_host(&tg);
   temper_status s = db_target_id(db, &tg, &tu.target_id);
   if (!s) s = db_run_begin(db, command, o->seed, tu.host, &tu.run_id);
-  if (!s) s = db_now(db, &tu.round_start);
+  if (!s) lease_owner(&tu);
+  if (!s) s = db_tuner_join(db, &tu.me, tu.lease_s, &tu.round_start);
   if (s) return diag_fail(d, s, "%s", db_errmsg(db));
-  lease_owner(&tu);
   if (!o->measure) {
     cg_target ct;
     cg_host_target(&ct, d);

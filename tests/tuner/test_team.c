@@ -78,10 +78,23 @@ static measure_result slow_fake(void *ctx, const tune_task *t, const sched_confi
 static volatile int stop_flag;
 static void on_term(int sig) { (void)sig; stop_flag = 1; }
 
+/* tuners started together wait at this gate until the parent opens it */
+static int gate[2] = {-1, -1};
+static void gate_arm(void) { assert_int_equal(pipe(gate), 0); }
+static void gate_open(void) {
+  close(gate[0]), close(gate[1]);
+  gate[0] = gate[1] = -1;
+}
+
 /* a tuner in a child process: exit 0 if tune_run succeeded */
 static pid_t tuner(const char *db_where, int ms, double lease_s, uint64_t seed, double minutes) {
   pid_t pid = fork();
   if (pid) return pid;
+  if (gate[0] >= 0) {   /* wait for the others to start too */
+    char c;
+    close(gate[1]);
+    if (read(gate[0], &c, 1) < 0) _exit(3);
+  }
   signal(SIGTERM, on_term);   /* a polite stop, as Ctrl-C is in the CLI */
   tune_task t[N_TASKS];
   make_tasks(t);
@@ -161,7 +174,9 @@ static void test_three_tuners(void **state) {
   (void)state;
   const char *w = fresh("team_three");
   pid_t p[3];
+  gate_arm();
   for (int k = 0; k < 3; k++) p[k] = tuner(w, 3, 30, 10 + (uint64_t)k, 0);
+  gate_open();
   for (int k = 0; k < 3; k++) wait_ok(p[k]);
   census c = take_census(w);
   assert_int_equal(c.dups, 0);
@@ -170,6 +185,11 @@ static void test_three_tuners(void **state) {
     assert_int_equal(c.runs[i], 1);   /* no task tuned by two tuners */
   }
   assert_true(c.all_runs >= 2);   /* and the work was shared */
+  /* a tuner started after that round ended begins a new round: it tunes every task again, new configs only */
+  wait_ok(tuner(w, 0, 30, 99, 0));
+  c = take_census(w);
+  assert_int_equal(c.dups, 0);
+  for (int i = 0; i < N_TASKS; i++) assert_int_equal(c.records[i], 2 * TRIALS);
 }
 
 /* --minutes: tuners interleave on the tasks a batch at a time, each
@@ -179,7 +199,9 @@ static void test_scheduled_tuners(void **state) {
   (void)state;
   const char *w = fresh("team_sched");
   pid_t p[2];
+  gate_arm();
   for (int k = 0; k < 2; k++) p[k] = tuner(w, 2, 30, 20 + (uint64_t)k, 0.02);
+  gate_open();
   for (int k = 0; k < 2; k++) wait_ok(p[k]);
   census c = take_census(w);
   assert_int_equal(c.dups, 0);

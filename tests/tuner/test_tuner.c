@@ -1,6 +1,6 @@
 /* test_tuner.c: search logic under a fake runner (no timing noise), and real
  * tuning through the runner process: records, resume, crashing / hanging /
- * wrong candidates, two tuners on one file. */
+ * wrong candidates (tuners sharing a database: test_team.c). */
 #include <math.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -306,45 +306,6 @@ static void test_real_tune_records_and_errors(void **state) {
   assert_int_equal(atoi(line), 1);
 }
 
-/* two tuners on one file at once, one task: it is tuned once, to its
- * budget, by whichever claims its lease first (test_team has the rest) */
-static void test_concurrent_tuners(void **state) {
-  (void)state;
-  char *path = tmpdb("concurrent");
-  pid_t kids[2];
-  for (int k = 0; k < 2; k++) {
-    kids[k] = fork();
-    if (kids[k] == 0) {
-      tune_task t;
-      make_task(&t, 64, 56, 64);
-      temper_db *db = NULL;
-      char err[512];
-      if (temper_db_open(path, tune_db_versions(), &db, err, sizeof err)) _exit(1);
-      fake *f = calloc(1, sizeof *f);
-      tune_opts o = fake_opts(f, SEARCH_RANDOM, 100 + (uint64_t)k, 60);
-      tune_task_result r;
-      diag d = {0};
-      int rc = tune_run(db, &t, 1, &o, "concurrent", &r, &d) ? 2 : 0;
-      temper_db_close(db);
-      _exit(rc);
-    }
-  }
-  for (int k = 0; k < 2; k++) {
-    int st;
-    waitpid(kids[k], &st, 0);
-    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  }
-  temper_db *db = NULL;
-  char err[512];
-  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
-  tune_task t;
-  make_task(&t, 64, 56, 64);
-  int c[DB_STATUS_COUNT];
-  assert_int_equal(db_counts(db, t.key, 1, 1, c), TEMPER_OK);
-  assert_int_equal(c[DB_OK], 60);
-  temper_db_close(db);
-}
-
 /* the model learns a known ranking from synthetic rows */
 static void test_cost_model_ranks(void **state) {
   (void)state;
@@ -456,7 +417,7 @@ int main(void) {
       cmocka_unit_test(test_cost_model_ranks), cmocka_unit_test(test_xgb_search),
       cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
       cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first), cmocka_unit_test(test_paired_compare),           cmocka_unit_test(test_resume_with_fake),
-      cmocka_unit_test(test_real_tune_records_and_errors), cmocka_unit_test(test_concurrent_tuners),
+      cmocka_unit_test(test_real_tune_records_and_errors), 
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
