@@ -288,6 +288,10 @@ static void test_build_equals_sqlite_copy(void **state) {
             " && echo same",
             TEMPER_SOURCE_DIR, T, url, dir, T, dir, dir, dir, dir),
          0, "same");
+  /* every command that takes --db takes the URL */
+  expect(sh("cd %s && %s run " MODEL " --db '%s' --check 2>&1", TEMPER_SOURCE_DIR, T, url), 0, "check");
+  expect(sh("cd %s && %s refine " MODEL " --db '%s' --pairs 3 2>&1", TEMPER_SOURCE_DIR, T, url), 0, NULL);
+  expect(sh("%s db targets '%s'", T, url), 0, "records");
   /* merge from the file into the server: every record is there already */
   expect(sh("%s db merge '%s' %s/copy.db", T, url, dir), 0, "0 imported");
   expect(sh("%s db show '%s'", T, url), 0, "conv2d");
@@ -323,10 +327,26 @@ static void test_docs_recipe(void **state) {
   expect(sh("cd %s && %s tune " MODEL " --db '%s' --trials 1 2>&1", TEMPER_SOURCE_DIR, T, build), 1, "permission denied");
 }
 
+/* Ctrl-C in the CLI: the tuner stops after its batch, exits 130, and
+ * leaves no live lease behind */
+static void test_ctrl_c(void **state) {
+  (void)state;
+  const char *w = fresh("team_ctrl_c");
+  char url[1024];
+  snprintf(url, sizeof url, "%s", w);
+  expect(sh("cd %s && (%s tune " MODEL " --db '%s' --trials 200 --min-repeat-ms 1 > %s/c.log 2>&1 & pid=$!; "
+            "for i in $(seq 100); do sleep 0.1; grep -q 'trials' %s/c.log && break; done; kill -INT $pid; wait $pid; echo exit $?; "
+            "cat %s/c.log)",
+            TEMPER_SOURCE_DIR, T, url, dir, dir, dir),
+         0, "exit 130");
+  expect(sh("grep -c 'interrupted; every measurement made is in' %s/c.log", dir), 0, "1");
+  expect(sh("%s db show '%s' | grep -c 'leased task'", T, url), 1, "0");
+}
+
 int main(void) {
   const struct CMUnitTest both[] = {
       cmocka_unit_test(test_three_tuners), cmocka_unit_test(test_scheduled_tuners), cmocka_unit_test(test_killed_tuner_taken_over),
-      cmocka_unit_test(test_stop_releases_leases),
+      cmocka_unit_test(test_stop_releases_leases), cmocka_unit_test(test_ctrl_c),
   };
   const struct CMUnitTest pg_only[] = {
       cmocka_unit_test(test_server_restart_mid_run),
