@@ -29,6 +29,10 @@ int cmd_tune(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_refine(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+/* writes the report to out_path (through a temporary file: a failure keeps the last one); prints the error */
+struct report_opts;
+int cli_write_report(const struct report_opts *o, const char *out_path);
 struct tune_task;
 int cli_find_task(struct tune_task *tasks, int n, const char *k);
 int cli_load_tasks(const char *model, const program_opts *o, program *p, struct tune_task **tasks, int *n, int *vec);

@@ -14,6 +14,7 @@ static void usage(FILE *f) {
           "  refine MODEL --db DB choose among the records by timing the whole model (kept in the database)\n"
           "  build MODEL -o OUT.so  a library with the best recorded schedules (--db DB; --check runs it)\n"
           "  db show|targets DB   what a tuning database holds, and which tuners hold which tasks\n"
+          "  report DB [MODEL] -o REPORT.html   where the time goes and how tuning went, as a page with plots\n"
           "  db export DB | db import DB IN.jsonl... | db merge OUT_DB IN_DB...   tuning logs between machines\n"
           "  DB is a file (SQLite, created if missing) or postgresql://user@host:port/dbname (shared by many tuners)\n"
           "  version            print the version\n"
@@ -30,6 +31,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "db")) return cmd_db(argc - 1, argv + 1);
   if (!strcmp(cmd, "build")) return cmd_build(argc - 1, argv + 1);
   if (!strcmp(cmd, "refine")) return cmd_refine(argc - 1, argv + 1);
+  if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
   if (!strcmp(cmd, "__runner")) return runner_main();   /* hidden: the tuner's measuring process */
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("temper %s\n", TEMPER_VERSION); return 0; }
   if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }

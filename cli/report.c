@@ -1,42 +1,56 @@
-/* report.c: printing the chooser's report (tuner/choose.h): the schedule of
- * every workload and where it came from, the fallbacks with their share of
- * the model's FLOPs. */
+/* report.c: temper report DB [MODEL] -o report.html — the tuning report
+ * (report/report.h); argv and printing only. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "cli.h"
+#include "report.h"
 
-int cli_print_choices(const db_chooser *dc) {
-  chooser_summary s;
-  db_chooser_summary(dc, &s);
-  printf("%-66s %5s  %s\n", "workload", "count", "schedule");
-  for (int i = 0; i < s.n_workloads; i++) {
-    chooser_entry c;
-    db_chooser_get(dc, i, &c);
-    if (!c.config) {
-      printf("%-66.66s %5d  default config (no record)\n", c.key, c.count);
-      continue;
-    }
-    printf("%-66.66s %5d  record (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c.key, c.count, c.level_name, c.median_s * 1e3,
-           c.flops / c.median_s * 1e-9, c.threads != s.threads ? " [nearest measured thread count]" : "", c.config);
-    if (c.threads != s.threads)
-      printf("    measured at %d thread%s; this build runs %d\n", c.threads, c.threads > 1 ? "s" : "", s.threads);
-    if (c.in_context)
-      printf("    chosen in context by temper refine (%.10s): %.3f ms faster in the whole model than the records' pick %s\n",
-             c.refined_at, c.gain_s * 1e3, c.replaced);
-    else if (c.fastest_s < c.median_s)
-      printf("    chosen over the fastest record (%.3f ms) to spare a layout transform or reads from other cores\n", c.fastest_s * 1e3);
+static int usage(void) {
+  fprintf(stderr, "usage: temper report DB [MODEL] -o REPORT.html [--measure] [--repeat N] [--svg DIR] [--params DIR]\n"
+                  "  DB: a file (SQLite) or postgresql://...; with MODEL: its tasks, and what a build here chooses\n");
+  return 2;
+}
+
+int cli_write_report(const report_opts *o, const char *out_path) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.part", out_path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) { fprintf(stderr, "temper report: %s: cannot write\n", out_path); return 1; }
+  diag d = {0};
+  int n = 0;
+  temper_status s = report_write(o, f, &n, &d);
+  if (fclose(f) && !s) s = TEMPER_EIO, snprintf(d.msg, sizeof d.msg, "%s: cannot write", out_path);
+  if (s || rename(tmp, out_path)) {   /* a failed report leaves the last good one */
+    remove(tmp);
+    fprintf(stderr, "temper report: %s\n", s ? d.msg : "cannot rename the report into place");
+    return 1;
   }
-  if (s.n_stale) printf("ignored %d record%s of older template versions\n", s.n_stale, s.n_stale > 1 ? "s" : "");
-  if (s.refine_hint)
-    printf("no choices of temper refine for this model at %d thread%s: `temper refine MODEL --db DB --threads %d` times "
-           "the records' alternatives in the whole model\n", s.threads, s.threads > 1 ? "s" : "", s.threads);
-  if (s.stale_choices)
-    printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", s.stale_choices,
-           s.stale_choices > 1 ? "s" : "");
-  if (s.n_fell)
-    printf("fallback: %d of %d workloads use the default config: %.1f%% of the model's conv2d FLOPs\n", s.n_fell, s.n_workloads,
-           100 * s.fell_flops_share);
-  if (s.est_s > 0)
-    printf("estimated conv2d latency from the records: %.2f ms%s\n", s.est_s * 1e3,
-           s.est_complete ? "" : " (workloads without records not counted)");
-  return s.n_fell;
+  fprintf(stderr, "report: %s (%d section%s: target × threads)%s%s\n", out_path, n, n == 1 ? "" : "s", o->svg_dir ? "; plots in " : "",
+          o->svg_dir ? o->svg_dir : "");
+  return 0;
+}
+
+int cmd_report(int argc, char **argv) {
+  report_opts o = {.repeat = 10, .data = {.seed = 1}};
+  const char *out = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    int df = cli_data_flag(&o.data, argc, argv, &i);
+    if (df < 0) return 2;
+    if (df) continue;
+    if (!strcmp(a, "-o") && v) out = v, i++;
+    else if (!strcmp(a, "--svg") && v) o.svg_dir = v, i++;
+    else if (!strcmp(a, "--measure")) o.measure = 1;
+    else if (!strcmp(a, "--repeat") && v) {
+      o.repeat = atoi(v), i++;
+      if (o.repeat < 1 || o.repeat > 10000) { fprintf(stderr, "temper report: --repeat expects 1 to 10000, got '%s'\n", v); return 2; }
+    } else if (a[0] == '-') { fprintf(stderr, "temper report: unknown option '%s'\n", a); return usage(); }
+    else if (!o.db) o.db = a;
+    else if (!o.model) o.model = a;
+    else return usage();
+  }
+  if (!o.db || !out) return usage();
+  if (o.measure && !o.model) { fprintf(stderr, "temper report: --measure needs the MODEL\n"); return 2; }
+  return cli_write_report(&o, out);
 }

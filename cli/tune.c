@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli.h"
+#include "report.h"
 #include "log.h"
 #include "tune.h"
 
@@ -13,7 +14,7 @@ static int usage(void) {
   fprintf(stderr,
           "usage: temper tune MODEL --db DB [--trials N] [--minutes M] [--search xgb|ga|random|grid] [--seed S]\n"
           "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS] [--warm]\n"
-          "                   [--task PATTERN] [--top-k K] [--params DIR] [--lease SEC]\n"
+          "                   [--task PATTERN] [--top-k K] [--params DIR] [--lease SEC] [--report REPORT.html]\n"
           "  --db takes a file (SQLite) or postgresql://user@host:port/dbname?sslmode=... (a database shared by many tuners)\n");
   return 2;
 }
@@ -30,7 +31,7 @@ static int num(const char *flag, const char *v, double lo, double hi, double *ou
 }
 
 typedef struct tune_args {
-  const char *model, *db;
+  const char *model, *db, *report;
   program_opts data;
   tune_opts o;
 } tune_args;
@@ -54,6 +55,7 @@ static int parse_args(int argc, char **argv, tune_args *t) {
     else if (!strcmp(a, "--lease")) { if (num(a, v, 0.1, 86400, &o->lease_s)) return 2; i++; }
     else if (!strcmp(a, "--top-k")) { if (num(a, v, 0, 16, &x)) return 2; o->top_k = (int)x; i++; }
     else if (!strcmp(a, "--task") && v) o->task_pattern = v, i++;
+    else if (!strcmp(a, "--report") && v) t->report = v, i++;
     else if (!strcmp(a, "--params") && v) t->data.params_dir = v, i++;
     else if (!strcmp(a, "--search") && v) {
       if (!strcmp(v, "random")) o->search = SEARCH_RANDOM;
@@ -148,6 +150,10 @@ int cmd_tune(int argc, char **argv) {
   if (s) fprintf(stderr, "temper tune: %s\n", d.msg);
   else rc = interrupted ? 130 : 0;
   if (interrupted) fprintf(stderr, "temper tune: interrupted; every measurement made is in %s, the leases are released\n", db_where(db));
+  if (t.report) {   /* the page of this run, also after Ctrl-C or a failure */
+    report_opts ro = {.db = t.db, .model = t.model, .data = t.data, .repeat = 10};
+    if (cli_write_report(&ro, t.report) && !rc) rc = 1;
+  }
 out:
   free(res);
   free(tasks);

@@ -279,6 +279,10 @@ static const char *schema_v4_leases =
     "CREATE TABLE IF NOT EXISTS tuners(run_id BIGINT PRIMARY KEY REFERENCES runs(id), owner {TEXT} NOT NULL, host {TEXT} NOT NULL,"
     "  round_start DOUBLE PRECISION NOT NULL, expires DOUBLE PRECISION NOT NULL);";
 
+/* and the time each run spent compiling and measuring (the report's share) */
+static const char *schema_v4_runs =
+    "ALTER TABLE runs ADD COLUMN compile_s DOUBLE PRECISION; ALTER TABLE runs ADD COLUMN measure_s DOUBLE PRECISION;";
+
 static temper_status set_version(temper_db *db) {
   char v[16];
   snprintf(v, sizeof v, "%d", DB_SCHEMA_VERSION);
@@ -331,7 +335,7 @@ static temper_status schema(temper_db *db) {
                                  "ALTER TABLE records ADD COLUMN error TEXT;"))   /* v1 → v2: error text, re-measure flag */
       return fail(db, "migrating schema version 1 to 2");
     if (version <= 2 && exec(db, schema_v3_choices)) return fail(db, "migrating schema version 2 to 3");   /* v2 → v3: choices */
-    if (exec(db, schema_v4_leases)) return fail(db, "migrating schema version 3 to 4");   /* v3 → v4: leases */
+    if (exec(db, schema_v4_leases) || exec(db, schema_v4_runs)) return fail(db, "migrating schema version 3 to 4");   /* v3 → v4: leases, run times */
     return set_version(db);
   }
   if (have_meta) {
@@ -345,7 +349,8 @@ static temper_status schema(temper_db *db) {
     snprintf(db->err, sizeof db->err, "%s: a %s database, but not a temper one (no meta table)", db_where(db), db->be->name);
     return TEMPER_EDB;
   }
-  if (exec(db, schema_v2) || exec(db, schema_v3_choices) || exec(db, schema_v4_leases)) return fail(db, "creating the schema");
+  if (exec(db, schema_v2) || exec(db, schema_v3_choices) || exec(db, schema_v4_leases) || exec(db, schema_v4_runs))
+    return fail(db, "creating the schema");
   return set_version(db);
 }
 
@@ -485,10 +490,35 @@ temper_status db_run_begin(temper_db *db, const char *command, uint64_t seed, co
                 command, (int64_t)seed, host, when);
 }
 
-temper_status db_run_end(temper_db *db, int64_t id) {
+temper_status db_run_end(temper_db *db, int64_t id, double compile_s, double measure_s) {
   char when[32];
   utc_now(when, sizeof when);
-  return write1(db, "ending a run", NULL, "UPDATE runs SET ended_at=$1 WHERE id=$2", "ti", when, id);
+  return write1(db, "ending a run", NULL, "UPDATE runs SET ended_at=$1, compile_s=$3, measure_s=$4 WHERE id=$2", "tidd", when, id,
+                compile_s, measure_s);
+}
+
+temper_status db_runs(temper_db *db, db_run_row **out, int *n) {
+  *out = NULL;
+  *n = 0;
+  db_cursor *q = query(db, "SELECT id, command, host, started_at, ended_at, compile_s, measure_s FROM runs ORDER BY id", "");
+  if (!q) return fail(db, "reading runs");
+  int cap = 0, rc;
+  while ((rc = db->be->next(q)) == 1) {
+    db_run_row *no = row_room(*out, &cap, *n, sizeof **out, 16);
+    if (!no) { db->be->done(q); free(*out); *out = NULL; *n = 0; return TEMPER_ENOMEM; }
+    *out = no;
+    db_run_row *r = &(*out)[(*n)++];
+    memset(r, 0, sizeof *r);
+    r->id = db->be->i64(q, 0);
+    snprintf(r->command, sizeof r->command, "%s", col_text(db, q, 1));
+    snprintf(r->host, sizeof r->host, "%s", col_text(db, q, 2));
+    snprintf(r->started_at, sizeof r->started_at, "%s", col_text(db, q, 3));
+    snprintf(r->ended_at, sizeof r->ended_at, "%s", col_text(db, q, 4));
+    r->compile_s = db->be->f64(q, 5);
+    r->measure_s = db->be->f64(q, 6);
+  }
+  db->be->done(q);
+  return rc ? fail(db, "reading runs") : TEMPER_OK;
 }
 
 /* ---- records ---- */

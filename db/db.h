@@ -90,7 +90,14 @@ const db_record *db_pending_records(const temper_db *db);
 temper_status db_target_id(temper_db *db, const db_target *t, int64_t *id);
 temper_status db_workload_id(temper_db *db, const char *key, const char *op, const char *desc_json, double flops, int64_t *id);
 temper_status db_run_begin(temper_db *db, const char *command, uint64_t seed, const char *host, int64_t *id);
-temper_status db_run_end(temper_db *db, int64_t id);
+/* the run ends, having spent these seconds compiling and measuring */
+temper_status db_run_end(temper_db *db, int64_t id, double compile_s, double measure_s);
+typedef struct db_run_row {
+  int64_t id;
+  char command[512], host[64], started_at[32], ended_at[32];
+  double compile_s, measure_s;   /* 0 if unknown (older runs, or still running) */
+} db_run_row;
+temper_status db_runs(temper_db *db, db_run_row **out, int *n);
 /* inserts one record in its own transaction (committed on return); with
  * the server away, holds it (db_pending) and returns TEMPER_OK */
 temper_status db_insert(temper_db *db, const db_record *r);

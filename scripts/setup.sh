@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake make gcc pkg-config llvm-19-dev libzstd-dev libcmocka-dev
           libsqlite3-dev sqlite3 libjansson-dev protobuf-c-compiler libprotobuf-c-dev libonnx-dev libxgboost-dev zlib1g-dev libxml2-dev libedit-dev libffi-dev
           libpq-dev postgresql   # the shared database's client, and the server the tests start and stop
+          libxml2-utils          # xmllint: the tests check the report's HTML and SVG
           python3-torch python3-torchvision python3-onnx python3-numpy)   # the last four: the PyTorch reference of the ONNX tests
 missing=()
 for p in "${packages[@]}"; do

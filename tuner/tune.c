@@ -714,7 +714,7 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
     if (!s) s = e;
   }
   db_lease_release_all(db, tu.me.owner);   /* stopped or failed: another tuner may take them at once */
-  db_run_end(db, tu.run_id);
+  db_run_end(db, tu.run_id, tu.t_compile, tu.t_measure);
   if (o->log && !o->measure)
     fprintf(o->log, "time: compile %.1f s, measure %.1f s\n", tu.t_compile, tu.t_measure);
   runner_stop(tu.r);

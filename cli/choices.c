@@ -1,0 +1,42 @@
+/* choices.c: printing the chooser's report (tuner/choose.h): the schedule of
+ * every workload and where it came from, the fallbacks with their share of
+ * the model's FLOPs. */
+#include <stdio.h>
+#include "cli.h"
+
+int cli_print_choices(const db_chooser *dc) {
+  chooser_summary s;
+  db_chooser_summary(dc, &s);
+  printf("%-66s %5s  %s\n", "workload", "count", "schedule");
+  for (int i = 0; i < s.n_workloads; i++) {
+    chooser_entry c;
+    db_chooser_get(dc, i, &c);
+    if (!c.config) {
+      printf("%-66.66s %5d  default config (no record)\n", c.key, c.count);
+      continue;
+    }
+    printf("%-66.66s %5d  record (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c.key, c.count, c.level_name, c.median_s * 1e3,
+           c.flops / c.median_s * 1e-9, c.threads != s.threads ? " [nearest measured thread count]" : "", c.config);
+    if (c.threads != s.threads)
+      printf("    measured at %d thread%s; this build runs %d\n", c.threads, c.threads > 1 ? "s" : "", s.threads);
+    if (c.in_context)
+      printf("    chosen in context by temper refine (%.10s): %.3f ms faster in the whole model than the records' pick %s\n",
+             c.refined_at, c.gain_s * 1e3, c.replaced);
+    else if (c.fastest_s < c.median_s)
+      printf("    chosen over the fastest record (%.3f ms) to spare a layout transform or reads from other cores\n", c.fastest_s * 1e3);
+  }
+  if (s.n_stale) printf("ignored %d record%s of older template versions\n", s.n_stale, s.n_stale > 1 ? "s" : "");
+  if (s.refine_hint)
+    printf("no choices of temper refine for this model at %d thread%s: `temper refine MODEL --db DB --threads %d` times "
+           "the records' alternatives in the whole model\n", s.threads, s.threads > 1 ? "s" : "", s.threads);
+  if (s.stale_choices)
+    printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", s.stale_choices,
+           s.stale_choices > 1 ? "s" : "");
+  if (s.n_fell)
+    printf("fallback: %d of %d workloads use the default config: %.1f%% of the model's conv2d FLOPs\n", s.n_fell, s.n_workloads,
+           100 * s.fell_flops_share);
+  if (s.est_s > 0)
+    printf("estimated conv2d latency from the records: %.2f ms%s\n", s.est_s * 1e3,
+           s.est_complete ? "" : " (workloads without records not counted)");
+  return s.n_fell;
+}
