@@ -410,6 +410,17 @@ static void section_block(page *pg, temper_db *db, section *s, int idx) {
                 total_ms, missing ? " (tasks without records not counted)" : "", s->n_tasks, trials, errors,
                 s->n_tasks - missing - not_conv - unknown, s->n_tasks, not_conv, unknown);
   if (missing) strbuf_printf(b, "<p class=\"summary\">Tasks without a record fall back to the default config: %d.</p>\n", missing);
+  if (total_ms > 0) {   /* the answer to "which layers dominate", before any plot */
+    strbuf_printf(b, "<p class=\"summary\">Largest shares:");
+    for (int i = 0; i < s->n_tasks && i < 3 && order[i]->best; i++) {
+      char lab[64];
+      short_label(order[i]->key, lab, sizeof lab);
+      strbuf_printf(b, "%s <b>", i ? "," : "");
+      svg_text(b, lab);
+      strbuf_printf(b, "</b>%s %.1f%%", order[i]->count > 1 ? " (all its occurrences)" : "", task_ms(order[i]) / total_ms * 100);
+    }
+    strbuf_printf(b, ".</p>\n");
+  }
   /* where the time goes */
   int nb = s->n_tasks < 25 ? s->n_tasks : 25;
   const char **labels = calloc((size_t)nb + 1, sizeof *labels);
