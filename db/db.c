@@ -1021,7 +1021,7 @@ temper_status db_lease_claim(temper_db *db, const char *workload, int64_t tid, i
     int done = db->be->text(q, 4) != NULL;
     double done_at = db->be->f64(q, 4);
     db->be->done(q);
-    if (!mine && done && done_at >= round_start) out->state = DB_LEASE_DONE;
+    if (!mine && done && done_at > round_start) out->state = DB_LEASE_DONE;   /* finished in this round */
     else if (!mine && !done && expires > now) out->state = DB_LEASE_BUSY;
     else {
       out->state = DB_LEASE_MINE;
