@@ -94,6 +94,8 @@ typedef enum attr_kind { AK_INT, AK_INT2, AK_PAD, AK_INTS, AK_FLOAT, AK_BOOL, AK
   X(SCALE, "scale", AK_BOOL)                     \
   X(A_MIN, "a_min", AK_FLOAT)                    \
   X(A_MAX, "a_max", AK_FLOAT)                    \
+  X(ALPHA, "alpha", AK_FLOAT)                    \
+  X(BETA, "beta", AK_FLOAT)                      \
   X(RATE, "rate", AK_FLOAT)                      \
   X(NEWSHAPE, "newshape", AK_INTS)               \
   X(DATA_LAYOUT, "data_layout", AK_STR)          \
@@ -145,6 +147,12 @@ typedef struct attrs {
   X(CLIP, "clip", PAT_ELEMWISE, 1, 1, A(A_MIN) | A(A_MAX))                              \
   X(SIGMOID, "sigmoid", PAT_ELEMWISE, 1, 1, 0)                                          \
   X(SQRT, "sqrt", PAT_ELEMWISE, 1, 1, 0)                                                \
+  X(HARD_SIGMOID, "nn.hard_sigmoid", PAT_ELEMWISE, 1, 1, A(ALPHA) | A(BETA))            \
+  X(HARD_SWISH, "nn.hard_swish", PAT_ELEMWISE, 1, 1, 0)                                 \
+  X(LEAKY_RELU, "nn.leaky_relu", PAT_ELEMWISE, 1, 1, A(ALPHA))                          \
+  X(TANH, "tanh", PAT_ELEMWISE, 1, 1, 0)                                                \
+  X(ERF, "erf", PAT_ELEMWISE, 1, 1, 0)                                                  \
+  X(EXP, "exp", PAT_ELEMWISE, 1, 1, 0)                                                  \
   X(ADD, "add", PAT_BROADCAST, 2, 2, 0)                                                 \
   X(SUBTRACT, "subtract", PAT_BROADCAST, 2, 2, 0)                                       \
   X(MULTIPLY, "multiply", PAT_BROADCAST, 2, 2, 0)                                       \

@@ -424,6 +424,59 @@ static temper_status gemm(imp *m, int matmul) {
   return set_out(m, 0, y);
 }
 
+/* the elementwise ops of one input, with their attributes */
+static temper_status unary(imp *m, int op) {
+  node *x, *y;
+  TRY(input(m, 0, &x));
+  y = call(m, op, 1, &x);
+  if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  if (op == OP_HARD_SIGMOID) {
+    TRY(attr_float(m, "alpha", 0.2, &y->attrs->v[ATTR_ALPHA].f));
+    TRY(attr_float(m, "beta", 0.5, &y->attrs->v[ATTR_BETA].f));
+  } else if (op == OP_LEAKY_RELU) {
+    TRY(attr_float(m, "alpha", 0.01, &y->attrs->v[ATTR_ALPHA].f));
+  }
+  TRY(typed(m, y));
+  return set_out(m, 0, y);
+}
+
+/* ReduceMean over the spatial axes of a 4-d tensor (what mnasnet and
+ * squeeze-excite blocks export for a global average pool): axes as the
+ * attribute (opsets 11–17) or the second input (18) */
+static temper_status reduce_mean(imp *m) {
+  node *x, *y;
+  TRY(input(m, 0, &x));
+  int64_t keep, axes[8];
+  int n_axes = 0;
+  TRY(attr_int(m, "keepdims", 1, &keep));
+  const Onnx__AttributeProto *a = attr(m->cur, "axes");
+  if (a) {
+    if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || a->n_ints > 8) return node_err(m, "attribute 'axes' must be at most 8 ints");
+    for (size_t i = 0; i < a->n_ints; i++) axes[n_axes++] = a->ints[i];
+  } else if (m->cur->n_input > 1 && m->cur->input[1][0]) {
+    value *v;
+    TRY(ints_input(m, 1, &v));
+    if (v->n_ints > 8) return node_err(m, "input 'axes' must have at most 8 values");
+    for (int i = 0; i < v->n_ints; i++) axes[n_axes++] = v->ints[i];
+  }
+  int nd = x->ty.shape.ndim, mask = 0;
+  for (int i = 0; i < n_axes; i++) {
+    int64_t ax = axes[i] < 0 ? axes[i] + nd : axes[i];
+    if (ax < 0 || ax >= nd) return node_err(m, "axis %lld out of range for a %d-d input", (long long)axes[i], nd);
+    mask |= 1 << ax;
+  }
+  if (nd != 4 || mask != 0xc)
+    return node_err(m, "ReduceMean over %s is not supported: only over the spatial axes (2, 3) of a 4-d tensor",
+                    n_axes ? "these axes" : "all axes");
+  y = call(m, OP_GLOBAL_AVG_POOL2D, 1, &x);
+  TRY(typed(m, y));
+  if (!keep) {
+    y = call(m, OP_BATCH_FLATTEN, 1, &y);
+    TRY(typed(m, y));
+  }
+  return set_out(m, 0, y);
+}
+
 static temper_status import_node(imp *m) {
   const Onnx__NodeProto *n = m->cur;
   const char *op = n->op_type;
@@ -434,6 +487,12 @@ static temper_status import_node(imp *m) {
   if (!strcmp(op, "GlobalAveragePool")) return pool(m, OP_GLOBAL_AVG_POOL2D);
   if (!strcmp(op, "Gemm")) return gemm(m, 0);
   if (!strcmp(op, "MatMul")) return gemm(m, 1);
+  static const struct { const char *name; int op; } unaries[] = {
+      {"HardSigmoid", OP_HARD_SIGMOID}, {"HardSwish", OP_HARD_SWISH}, {"LeakyRelu", OP_LEAKY_RELU},
+      {"Tanh", OP_TANH}, {"Erf", OP_ERF}, {"Exp", OP_EXP}, {"Sqrt", OP_SQRT}};
+  for (size_t i = 0; i < sizeof unaries / sizeof unaries[0]; i++)
+    if (!strcmp(op, unaries[i].name)) return unary(m, unaries[i].op);
+  if (!strcmp(op, "ReduceMean")) return reduce_mean(m);
   if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid")) {
     TRY(input(m, 0, &x));
     y = call(m, !strcmp(op, "Relu") ? OP_RELU : OP_SIGMOID, 1, &x);
@@ -596,7 +655,8 @@ static temper_status import_node(imp *m) {
 
 static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Sigmoid",
                                         "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
-                                        "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", NULL};
+                                        "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", "HardSigmoid",
+                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", NULL};
 
 static int is_supported(const char *op) {
   for (int i = 0; supported[i]; i++)

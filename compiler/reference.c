@@ -219,6 +219,12 @@ static float ref_unary(int op, const attrs_t *a, float v) {
   case OP_RELU: return v > 0 ? v : 0;
   case OP_SIGMOID: return 1.0f / (1.0f + expf(-v));
   case OP_SQRT: return sqrtf(v);
+  case OP_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, (float)a->v[ATTR_ALPHA].f * v + (float)a->v[ATTR_BETA].f));
+  case OP_HARD_SWISH: return v * fmaxf(0.0f, fminf(6.0f, v + 3.0f)) / 6.0f;
+  case OP_LEAKY_RELU: return v >= 0 ? v : (float)a->v[ATTR_ALPHA].f * v;
+  case OP_TANH: return tanhf(v);
+  case OP_ERF: return erff(v);
+  case OP_EXP: return expf(v);
   case OP_CLIP: {
     float lo = (float)a->v[ATTR_A_MIN].f, hi = (float)a->v[ATTR_A_MAX].f;
     return v < lo ? lo : v > hi ? hi : v;
@@ -268,7 +274,8 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
   case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D:
     if (ref_pool(n, in[0], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
     break;
-  case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP:
+  case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP: case OP_HARD_SIGMOID: case OP_HARD_SWISH: case OP_LEAKY_RELU: case OP_TANH:
+  case OP_ERF: case OP_EXP:
     for (int64_t i = 0; i < total; i++) y[i] = ref_unary(n->op, a, in[0][i]);
     break;
   case OP_BIAS_ADD: {

@@ -303,7 +303,8 @@ static temper_status infer_op(diag *d, node *n) {
     o = *x;
     break;
   }
-  case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP: case OP_SOFTMAX:
+  case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP: case OP_SOFTMAX: case OP_HARD_SIGMOID: case OP_HARD_SWISH:
+  case OP_LEAKY_RELU: case OP_TANH: case OP_ERF: case OP_EXP:
     TRY(want_tensor(d, n, 0, -1));
     o = n->args[0]->ty.shape;
     if (n->op == OP_CLIP && a->v[ATTR_A_MIN].f > a->v[ATTR_A_MAX].f)

@@ -86,11 +86,13 @@ static int64_t out_size(int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d
 }
 
 /* the elementwise chain after a conv2d: bias, batch_norm, relu, clip,
- * a per-channel scale, a residual add of a same-shaped earlier value */
+ * a per-channel scale, a residual add of a same-shaped earlier value, and
+ * the activations of newer networks (hard sigmoid and swish, leaky relu,
+ * tanh, erf, exp, x·sigmoid(x)) */
 static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
   int steps = rnd(g, 4);
   for (int s = 0; s < steps; s++) {
-    int k = rnd(g, 6), t = g->next_id++;
+    int k = rnd(g, 7), t = g->next_id++;
     char p[32], q[32], r[32], u[32], sh[64];
     switch (k) {
     case 0:
@@ -115,6 +117,21 @@ static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
       param(g, p, sizeof p, "mul", t, sh);
       strbuf_printf(&g->body, "  %%%d = multiply(%s, %s);\n", t, cur, p);
       break;
+    case 6: {
+      static const char *const act[] = {"nn.hard_sigmoid(%s, alpha=0.1666667f, beta=0.5f)", "nn.hard_swish(%s)",
+                                        "nn.leaky_relu(%s, alpha=0.1f)", "tanh(%s)", "erf(%s)", "exp(%s)", "silu"};
+      int a = rnd(g, 7);
+      if (a == 6) {   /* SiLU: x · sigmoid(x), the conv's output used twice */
+        strbuf_printf(&g->body, "  %%%d = sigmoid(%s);\n", t, cur);
+        t = g->next_id++;
+        strbuf_printf(&g->body, "  %%%d = multiply(%s, %%%d);\n", t, cur, t - 1);
+        break;
+      }
+      char line[128];
+      snprintf(line, sizeof line, act[a], cur);
+      strbuf_printf(&g->body, "  %%%d = %s;\n", t, line);
+      break;
+    }
     default: {   /* residual: an earlier value of the same shape, else skip */
       int cand[MAX_VALUES], c = 0;
       for (int i = 0; i < g->n; i++)

@@ -131,6 +131,34 @@ static lexpr *eval_injective(epi *e, const node *x, lexpr *const *coord) {
   return lx_flt(f, 0, e->lanes);
 }
 
+/* max(0, min(1, alpha·x + beta)) */
+static lexpr *hard_sigmoid(lfunc *f, lexpr *x, double alpha, double beta) {
+  lexpr *v = lx_bin(f, LO_FADD, lx_bin(f, LO_FMUL, x, lx_flt(f, alpha, 1)), lx_flt(f, beta, 1));
+  return lx_bin(f, LO_FMAX, lx_flt(f, 0, 1), lx_bin(f, LO_FMIN, lx_flt(f, 1, 1), v));
+}
+
+/* tanh x = 1 − 2 / (e^2x + 1): exact at both ends (e^2x overflows to ∞, or
+ * is 0), absolute error within a few ulps of 1 near 0 */
+static lexpr *tanh_of(lfunc *f, lexpr *x) {
+  lexpr *e2 = lx_un(f, LO_EXP, lx_bin(f, LO_FMUL, x, lx_flt(f, 2, 1)));
+  return lx_bin(f, LO_FSUB, lx_flt(f, 1, 1), lx_bin(f, LO_FDIV, lx_flt(f, 2, 1), lx_bin(f, LO_FADD, e2, lx_flt(f, 1, 1))));
+}
+
+/* erf x: Abramowitz & Stegun 7.1.26 on |x| (absolute error < 1.5e-7), the
+ * sign restored as x / max(|x|, 1e-30) — no branch, no select on floats */
+static lexpr *erf_of(lfunc *f, lexpr *x) {
+  static const double a[5] = {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429};
+  lexpr *ax = lx_bin(f, LO_FMAX, x, lx_un(f, LO_NEG, x));
+  lexpr *t = lx_bin(f, LO_FDIV, lx_flt(f, 1, 1), lx_bin(f, LO_FADD, lx_flt(f, 1, 1), lx_bin(f, LO_FMUL, ax, lx_flt(f, 0.3275911, 1))));
+  lexpr *poly = lx_flt(f, a[4], 1);
+  for (int i = 3; i >= 0; i--) poly = lx_bin(f, LO_FADD, lx_bin(f, LO_FMUL, poly, t), lx_flt(f, a[i], 1));
+  poly = lx_bin(f, LO_FMUL, poly, t);
+  lexpr *g = lx_un(f, LO_EXP, lx_un(f, LO_NEG, lx_bin(f, LO_FMUL, ax, ax)));
+  lexpr *y = lx_bin(f, LO_FSUB, lx_flt(f, 1, 1), lx_bin(f, LO_FMUL, poly, g));
+  lexpr *sign = lx_bin(f, LO_FDIV, x, lx_bin(f, LO_FMAX, ax, lx_flt(f, 1e-30, 1)));
+  return lx_bin(f, LO_FMUL, sign, y);
+}
+
 lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord) {
   lfunc *f = e->p->f;
   if (x == e->p->master) return e->master_val;
@@ -170,6 +198,14 @@ lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord) {
   case OP_SIGMOID:
     return lx_bin(f, LO_FDIV, lx_flt(f, 1, 1), lx_bin(f, LO_FADD, lx_flt(f, 1, 1), lx_un(f, LO_EXP, lx_un(f, LO_NEG, a))));
   case OP_SQRT: return lx_un(f, LO_SQRT, a);
+  case OP_HARD_SIGMOID: return hard_sigmoid(f, a, x->attrs->v[ATTR_ALPHA].f, x->attrs->v[ATTR_BETA].f);
+  case OP_HARD_SWISH: return lx_bin(f, LO_FMUL, a, hard_sigmoid(f, a, 1.0 / 6, 0.5));
+  case OP_LEAKY_RELU:   /* max(x, 0) + alpha·min(x, 0) */
+    return lx_bin(f, LO_FADD, lx_bin(f, LO_FMAX, a, lx_flt(f, 0, 1)),
+                  lx_bin(f, LO_FMUL, lx_flt(f, x->attrs->v[ATTR_ALPHA].f, 1), lx_bin(f, LO_FMIN, a, lx_flt(f, 0, 1))));
+  case OP_TANH: return tanh_of(f, a);
+  case OP_ERF: return erf_of(f, a);
+  case OP_EXP: return lx_un(f, LO_EXP, a);
   case OP_BIAS_ADD: {   /* the bias is 1-d along axis: view it as broadcast to x's rank */
     int ax = (int)x->attrs->v[ATTR_AXIS].i[0];
     if (ax < 0) ax += x->ty.shape.ndim;

@@ -381,9 +381,15 @@ static void test_errors(void **state) {
   mb_free(&b);
   one_conv(&b, "");
   nodev(&b, "LSTM", "l1", "y", "z1");
-  nodev(&b, "Erf", "e1", "y", "z2");
+  nodev(&b, "Einsum", "e1", "y", "z2");
   nodev(&b, "LSTM", "l2", "y", "z3");
-  import_fails(write_model(&b, "unsup.onnx", 13, 0), "unsupported ONNX ops: LSTM (2 nodes: 'l1', 'l2'), Erf (1 node: 'e1')");
+  import_fails(write_model(&b, "unsup.onnx", 13, 0), "unsupported ONNX ops: LSTM (2 nodes: 'l1', 'l2'), Einsum (1 node: 'e1')");
+  mb_free(&b);
+  /* ReduceMean is read where it is a global average pool, refused elsewhere with the place and the reason */
+  one_conv(&b, "");
+  attr_ints(&b, nodev(&b, "ReduceMean", "rm1", "y", "z"), "axes", 1, (const int64_t[]){1});
+  import_fails(write_model(&b, "reduce.onnx", 13, 0),
+               "node 'rm1' (ReduceMean): ReduceMean over these axes is not supported: only over the spatial axes (2, 3) of a 4-d tensor");
   mb_free(&b);
   /* many unsupported types with long node names: every type is named (the
    * names give way), none cut off as convnext_tiny's Sqrt and Erf were */
@@ -538,15 +544,20 @@ static void check_against_pytorch(const char *dir, const char *name) {
 }
 
 /* ResNet-18, and regnet_y_400mf: its grouped convs (104 channels, 13
- * groups) after convs once read past a 12-wide channel block (issue 15) */
+ * groups) after convs once read past a 12-wide channel block (issue 15);
+ * mobilenet_v3_small (HardSigmoid: hard swish and squeeze-excite) and
+ * mnasnet1_0 (ReduceMean as its global pool) */
 static void test_torchvision_against_pytorch(void **state) {
   (void)state;
   char dir[256], cmd[1024];
   snprintf(dir, sizeof dir, "/tmp/temper_onnx_models_%d", (int)getpid());
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/export_models.py %s resnet18 regnet_y_400mf > /dev/null 2>&1", TEMPER_SOURCE_DIR, dir);
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/export_models.py %s resnet18 regnet_y_400mf mobilenet_v3_small mnasnet1_0 > /dev/null 2>&1",
+           TEMPER_SOURCE_DIR, dir);
   assert_int_equal(system(cmd), 0);
   check_against_pytorch(dir, "resnet18");
   check_against_pytorch(dir, "regnet_y_400mf");
+  check_against_pytorch(dir, "mobilenet_v3_small");
+  check_against_pytorch(dir, "mnasnet1_0");
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   assert_int_equal(system(cmd), 0);
 }
