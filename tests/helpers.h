@@ -14,9 +14,8 @@
 #include <unistd.h>
 #include "compiler_int.h"
 
-static inline char *read_text(const char *rel) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", TEMPER_SOURCE_DIR, rel);
+/* a whole file, NUL-terminated (NULL if unreadable) */
+static inline char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);
@@ -27,6 +26,13 @@ static inline char *read_text(const char *rel) {
   if (s) s[n] = 0;
   fclose(f);
   return s;
+}
+
+/* a file of the source tree */
+static inline char *read_text(const char *rel) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", TEMPER_SOURCE_DIR, rel);
+  return read_file(path);
 }
 
 /* parse + typeinfer; fails the test with the message on error */

@@ -48,6 +48,18 @@ static const char *const tmpl_names_[] = {"conv2d_nchwc"};
 static const int tmpl_versions_[] = {2};
 static const db_versions versions = {1, tmpl_names_, tmpl_versions_};
 
+/* a fresh database of the backend under test, with one target (*tid) */
+static temper_db *fresh_db(const char *cpu, int64_t *tid) {
+  clean();
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
+  db_target t = {"x86_64-pc-linux-gnu", "", "+avx512f", "19", 2};
+  snprintf(t.cpu, sizeof t.cpu, "%s", cpu);
+  assert_int_equal(db_target_id(db, &t, tid), TEMPER_OK);
+  return db;
+}
+
 static void test_records_and_best(void **state) {
   (void)state;
   clean();
@@ -154,13 +166,8 @@ static void test_migration_from_v1(void **state) {
  * the database does not know (and then nothing of the set is written) */
 static void test_choices(void **state) {
   (void)state;
-  clean();
-  temper_db *db = NULL;
-  char err[4096];
-  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
-  db_target t = {"x86_64-pc-linux-gnu", "znver5", "+avx2", "19", 2};
   int64_t tid, wid;
-  assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
+  temper_db *db = fresh_db("znver5", &tid);
   assert_int_equal(db_workload_id(db, "wk1", "conv2d", "{}", 1, &wid), TEMPER_OK);
   assert_int_equal(db_workload_id(db, "wk2", "conv2d", "{}", 1, &wid), TEMPER_OK);
   db_choice c[2] = {{"wk1", "conv2d_nchwc", 2, "{\"a\":1}", "{\"a\":0}", 1e-4, "", ""},
@@ -262,13 +269,8 @@ static void nap(double s) { usleep((useconds_t)(s * 1e6)); }
  * expired and taken over (with the run to resume from); listed by show */
 static void test_leases(void **state) {
   (void)state;
-  clean();
-  temper_db *db = NULL;
-  char err[4096];
-  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
-  db_target t = {"x86_64-pc-linux-gnu", "sapphirerapids", "+avx512f", "19", 2};
   int64_t tid, wid, runs[3];
-  assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
+  temper_db *db = fresh_db("sapphirerapids", &tid);
   const char *wks[] = {"wk1", "wk2", "wk3"};
   for (int i = 0; i < 3; i++) assert_int_equal(db_workload_id(db, wks[i], "conv2d", "{}", 1, &wid), TEMPER_OK);
   for (int i = 0; i < 3; i++) assert_int_equal(db_run_begin(db, "tune", 1, "h", &runs[i]), TEMPER_OK);
@@ -374,13 +376,8 @@ static void pg_ctl(const char *what) {
  * is back; one that had reached the server before is not stored twice */
 static void test_pg_server_restart(void **state) {
   (void)state;
-  clean();
-  temper_db *db = NULL;
-  char err[4096];
-  assert_int_equal(temper_db_open(where, &versions, &db, err, sizeof err), TEMPER_OK);
-  db_target t = {"x86_64-pc-linux-gnu", "sapphirerapids", "+avx512f", "19", 2};
   int64_t tid, wid;
-  assert_int_equal(db_target_id(db, &t, &tid), TEMPER_OK);
+  temper_db *db = fresh_db("sapphirerapids", &tid);
   assert_int_equal(db_workload_id(db, "wk", "conv2d", "{}", 1, &wid), TEMPER_OK);
   db_record r0 = rec(tid, 0, "2026-12-03T10:00:00.000Z");
   assert_int_equal(db_insert(db, &r0), TEMPER_OK);

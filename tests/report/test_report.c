@@ -77,18 +77,6 @@ static void numbers_equal_the_database(const char *page, const char *db_path) {
   temper_db_close(db);
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
 
 static void test_page_of_a_tuned_model(void **state) {
   (void)state;
@@ -105,7 +93,7 @@ static void test_page_of_a_tuned_model(void **state) {
   expect(sh("n=0; for f in %s/svg/*.svg; do xmllint --noout \"$f\" || exit 1; n=$((n+1)); done; echo $n plots", dir), 0, " plots");
   char path[512];
   snprintf(path, sizeof path, "%s/r.html", dir);
-  char *page = slurp(path);
+  char *page = read_file(path);
   assert_non_null(page);
   snprintf(path, sizeof path, "%s/t.db", dir);
   numbers_equal_the_database(page, path);
@@ -154,7 +142,7 @@ static void test_errors_marked_and_no_model(void **state) {
   temper_db_close(db);
   expect(sh("%s report %s -o %s/e.html 2>&1", T, path, dir), 0, "2 sections");
   snprintf(path, sizeof path, "%s/e.html", dir);
-  char *page = slurp(path);
+  char *page = read_file(path);
   assert_non_null(page);
   assert_non_null(strstr(page, "data-threads=\"1\""));
   assert_non_null(strstr(page, "data-threads=\"2\""));
