@@ -483,6 +483,27 @@ static void section_block(page *pg, temper_db *db, section *s, int idx) {
   free(order);
 }
 
+/* "#12 conv2d+add+relu, 231 MFLOP": the call's place, its ops without the
+ * kernel name's prefix and hash, and its size */
+static void kernel_label(const kernel *k, int i, char *out, size_t n) {
+  char ops[96];
+  const char *nm = strncmp(k->name, "fused_", 6) ? k->name : k->name + 6;
+  size_t len = strlen(nm), j = 0;
+  const char *us = strrchr(nm, '_');
+  if (us && len - (size_t)(us - nm) == 9) len = (size_t)(us - nm);   /* the hash */
+  for (size_t a = 0; a < len && j + 1 < sizeof ops; a++) {
+    if (!strncmp(nm + a, "nn_", 3) && (a == 0 || nm[a - 1] == '_')) { a += 2; continue; }
+    if (!strncmp(nm + a, "contrib_conv2d_winograd_without_weight_transform", 48)) {
+      j += (size_t)snprintf(ops + j, sizeof ops - j, "winograd");
+      a += 47;
+      continue;
+    }
+    ops[j++] = nm[a] == '_' ? '+' : nm[a];
+  }
+  ops[j] = 0;
+  snprintf(out, n, "#%d %.40s, %.0f MFLOP", i, ops, k->flops * 1e-6);
+}
+
 /* what a build on this machine chooses at `threads`, and with measure its time */
 static void build_block(page *pg, int threads, const cg_target *host, temper_engine *e) {
   const report_opts *o = pg->o;
@@ -550,7 +571,7 @@ static void build_block(page *pg, int threads, const cg_target *host, temper_eng
         double *v = calloc((size_t)nk * 2 + 2, sizeof *v);
         if (labels && lab && v) {
           for (int i = 0; i < nk; i++) {
-            snprintf(lab[i], sizeof lab[i], "%d %.40s", idx[i], p.x->steps[idx[i]].k->name);
+            kernel_label(p.x->steps[idx[i]].k, idx[i], lab[i], sizeof lab[i]);
             labels[i] = lab[i];
             v[2 * i] = st[idx[i]].in_sequence_s * 1e3, v[2 * i + 1] = st[idx[i]].alone_s * 1e3;
           }

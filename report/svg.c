@@ -221,8 +221,7 @@ void svg_hbars(strbuf *b, int width, const char *title, const char *xlabel, cons
   strbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" font-size=\"12\">", label_w + w / 2, height - 8);
   svg_text(b, xlabel);
   strbuf_printf(b, "</text>\n");
-  for (int j = 0; k > 1 && j < k; j++) {
-    int x = label_w + j * 160;
+  for (int j = 0, x = label_w; k > 1 && j < k; x += 30 + (int)(6.2 * (double)strlen(series[j])), j++) {
     strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"11\" fill=\"%s\"%s/><text x=\"%d\" y=\"%d\" font-size=\"11\">", x,
                   top - 16, colour[j % SVG_STYLES], j % 2 ? " fill-opacity=\"0.55\" stroke=\"#333\" stroke-width=\"0.6\"" : "", x + 16,
                   top - 6);
