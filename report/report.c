@@ -269,6 +269,55 @@ static void plot_estimate(page *pg, const section *s, int idx, double t0) {
   free(x), free(y), free(xt);
 }
 
+/* the largest tasks' best GFLOP/s against tuning time, one line each */
+static void plot_tasks_vs_time(page *pg, rtask **order, int n, int idx, double t0) {
+  const char *names[SVG_STYLES];
+  char labs[SVG_STYLES][64];
+  int styles[SVG_STYLES], k = 0;
+  double xmax = 0, ymax = 0;
+  for (int i = 0; i < n && k < SVG_STYLES; i++) {
+    const rtask *t = order[i];
+    if (!t->best || !t->n) continue;
+    xmax = fmax(xmax, (t->r[t->n - 1].t - t0) / 60);
+    ymax = fmax(ymax, t->flops / t->best->median_s * 1e-9);
+    short_label(t->key, labs[k], sizeof labs[k]);
+    names[k] = labs[k], styles[k] = k;
+    k++;
+  }
+  if (!k) return;
+  svg_plot p;
+  size_t from = pg->b.len;
+  svg_begin(&p, &pg->b, 820, 320, "The largest tasks: best GFLOP/s found against tuning time", "tuning time (minutes since the first record)",
+            "best GFLOP/s", 0, xmax > 0 ? xmax : 1, 0, ymax * 1.05, 0, 0);
+  for (int i = 0, j = 0; i < n && j < k; i++) {
+    const rtask *t = order[i];
+    if (!t->best || !t->n) continue;
+    double *x = malloc(sizeof(double) * (size_t)t->n * 2), *y = malloc(sizeof(double) * (size_t)t->n * 2);
+    int m = 0;
+    double best = 0;
+    for (int r = 0; x && y && r < t->n; r++) {   /* a step curve: the best holds until the next is found */
+      const rrec *rec = &t->r[r];
+      double g = rec->status == DB_OK && rec->in_force && rec->median_s > 0 ? t->flops / rec->median_s * 1e-9 : 0;
+      if (g <= best) continue;
+      double tx = (rec->t - t0) / 60;
+      if (best > 0) x[m] = tx, y[m++] = best;
+      x[m] = tx, y[m++] = best = g;
+    }
+    if (x && y && m) {
+      x[m] = (t->r[t->n - 1].t - t0) / 60, y[m++] = best;
+      svg_line(&p, x, y, m, j, 0);
+      svg_marker(&p, x[m - 1], y[m - 1], j);
+    }
+    free(x), free(y);
+    j++;
+  }
+  svg_legend(&p, names, styles, k, 1);
+  svg_end(&p);
+  char name[64];
+  snprintf(name, sizeof name, "section%d_tasks_vs_time", idx);
+  save_svg(pg, from, name);
+}
+
 /* one small plot per task: best GFLOP/s so far against trials, errors
  * marked below by kind */
 static void plot_task_curves(page *pg, rtask **order, int n, int idx) {
@@ -454,6 +503,7 @@ static void section_block(page *pg, temper_db *db, section *s, int idx) {
   free(labels), free(lab), free(v);
   h(pg, "h3", "How tuning went");
   plot_estimate(pg, s, idx, t0);
+  plot_tasks_vs_time(pg, order, s->n_tasks, idx, t0);
   plot_task_curves(pg, order, s->n_tasks, idx);
   runs_block(pg, db, s, idx);
   h(pg, "h3", "Tasks, by their share of the estimated time");

@@ -334,11 +334,12 @@ static void test_ctrl_c(void **state) {
   const char *w = fresh("team_ctrl_c");
   char url[1024];
   snprintf(url, sizeof url, "%s", w);
-  expect(sh("cd %s && (%s tune " MODEL " --db '%s' --trials 200 --min-repeat-ms 1 > %s/c.log 2>&1 & pid=$!; "
+  expect(sh("cd %s && (%s tune " MODEL " --db '%s' --trials 200 --min-repeat-ms 1 --report %s/c.html > %s/c.log 2>&1 & pid=$!; "
             "for i in $(seq 100); do sleep 0.1; grep -q 'trials' %s/c.log && break; done; kill -INT $pid; wait $pid; echo exit $?; "
             "cat %s/c.log)",
-            TEMPER_SOURCE_DIR, T, url, dir, dir, dir),
+            TEMPER_SOURCE_DIR, T, url, dir, dir, dir, dir),
          0, "exit 130");
+  expect(sh("xmllint --noout %s/c.html && echo 'the page of the interrupted run'", dir), 0, "the page");   /* written on Ctrl-C too */
   expect(sh("grep -c 'interrupted; every measurement made is in' %s/c.log", dir), 0, "1");
   expect(sh("%s db show '%s' | grep -c 'leased task'", T, url), 1, "0");
 }
