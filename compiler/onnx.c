@@ -1,4 +1,4 @@
-/* onnx.c: the ONNX importer. Opsets 11–17; float32 tensors; initializers
+/* onnx.c: the ONNX importer. Opsets 11–18; float32 tensors; initializers
  * (inline, raw, or external data beside the model) become constants;
  * Identity of an initializer is an alias. A model with unsupported ops is
  * refused with one message listing every such op and its nodes. */
@@ -499,11 +499,11 @@ static temper_status import_node(imp *m) {
     TRY(typed(m, y));
     return set_out(m, 0, y);
   }
-  if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) {
+  if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") || !strcmp(op, "PRelu")) {
     node *a[2];
     TRY(input(m, 0, &a[0]));
     TRY(input(m, 1, &a[1]));
-    int code = op[0] == 'A' ? OP_ADD : op[0] == 'S' ? OP_SUBTRACT : op[0] == 'M' ? OP_MULTIPLY : OP_DIVIDE;
+    int code = op[0] == 'A' ? OP_ADD : op[0] == 'S' ? OP_SUBTRACT : op[0] == 'M' ? OP_MULTIPLY : op[0] == 'D' ? OP_DIVIDE : OP_PRELU;
     y = call(m, code, 2, a);
     TRY(typed(m, y));
     return set_out(m, 0, y);
@@ -633,6 +633,7 @@ static temper_status import_node(imp *m) {
     TRY(attr_str(m, "mode", "constant", mode, sizeof mode));
     if (strcmp(mode, "constant")) return node_err(m, "mode '%s' is not supported (constant only)", mode);
     TRY(ints_input(m, 1, &pads));
+    if (n->n_input > 3 && n->input[3][0]) return node_err(m, "the axes input (opset 18) is not supported: give pads for every axis");
     int nd = x->ty.shape.ndim;
     if (pads->n_ints != 2 * nd || nd > 4) return node_err(m, "pads must hold 2 values per dimension (at most 4 dimensions)");
     float value = 0;
@@ -656,7 +657,7 @@ static temper_status import_node(imp *m) {
 static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Sigmoid",
                                         "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
                                         "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", "HardSigmoid",
-                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", NULL};
+                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", NULL};
 
 static int is_supported(const char *op) {
   for (int i = 0; supported[i]; i++)
@@ -707,8 +708,8 @@ static temper_status import_graph(imp *m, const Onnx__ModelProto *mp) {
     const char *dom = mp->opset_import[i]->domain;
     if (!dom || !dom[0] || !strcmp(dom, "ai.onnx")) m->opset = (int)mp->opset_import[i]->version;
   }
-  if (m->opset < 11 || m->opset > 17)
-    return diag_fail(m->d, TEMPER_EUNSUPPORTED, "%s: opset %d is not supported (temper reads opsets 11 to 17)", m->path, m->opset);
+  if (m->opset < 11 || m->opset > 18)
+    return diag_fail(m->d, TEMPER_EUNSUPPORTED, "%s: opset %d is not supported (temper reads opsets 11 to 18)", m->path, m->opset);
   TRY(check_ops(m, gp));
   for (size_t i = 0; i < gp->n_initializer; i++) {
     value *v = define(m, gp->initializer[i]->name ? gp->initializer[i]->name : "");

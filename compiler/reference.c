@@ -239,6 +239,7 @@ static float ref_binary(int op, float x, float y) {
   case OP_SUBTRACT: return x - y;
   case OP_MULTIPLY: return x * y;
   case OP_DIVIDE: return x / y;
+  case OP_PRELU: return x >= 0 ? x : y * x;
   default: return 0;
   }
 }
@@ -287,7 +288,7 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
     }
     break;
   }
-  case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE: {
+  case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE: case OP_PRELU: {
     const shape_t *as = &n->args[0]->ty.shape, *bs = &n->args[1]->ty.shape;
     for (int64_t i = 0; i < total; i++) {
       unravel(i, ys, coord);

@@ -314,7 +314,7 @@ static temper_status infer_op(diag *d, node *n) {
       if (ax < 0 || ax >= o.ndim) return diag_error(d, n->loc, "nn.softmax: axis %lld out of range", (long long)a->v[ATTR_AXIS].i[0]);
     }
     break;
-  case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE:
+  case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE: case OP_PRELU:
     TRY(want_tensor(d, n, 0, -1));
     TRY(want_tensor(d, n, 1, -1));
     TRY(broadcast(d, n, &n->args[0]->ty.shape, &n->args[1]->ty.shape, &o));

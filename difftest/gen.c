@@ -88,7 +88,7 @@ static int64_t out_size(int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d
 /* the elementwise chain after a conv2d: bias, batch_norm, relu, clip,
  * a per-channel scale, a residual add of a same-shaped earlier value, and
  * the activations of newer networks (hard sigmoid and swish, leaky relu,
- * tanh, erf, exp, x·sigmoid(x)) */
+ * tanh, erf, exp, x·sigmoid(x), PReLU) */
 static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
   int steps = rnd(g, 4);
   for (int s = 0; s < steps; s++) {
@@ -119,8 +119,14 @@ static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
       break;
     case 6: {
       static const char *const act[] = {"nn.hard_sigmoid(%s, alpha=0.1666667f, beta=0.5f)", "nn.hard_swish(%s)",
-                                        "nn.leaky_relu(%s, alpha=0.1f)", "tanh(%s)", "erf(%s)", "exp(%s)", "silu"};
-      int a = rnd(g, 7);
+                                        "nn.leaky_relu(%s, alpha=0.1f)", "tanh(%s)", "erf(%s)", "exp(%s)", "silu", "prelu"};
+      int a = rnd(g, 8);
+      if (a == 7) {   /* PReLU: a slope per channel */
+        snprintf(sh, sizeof sh, "(%lld, 1, 1)", (long long)shape->C);
+        param(g, p, sizeof p, "slope", t, sh);
+        strbuf_printf(&g->body, "  %%%d = nn.prelu(%s, %s);\n", t, cur, p);
+        break;
+      }
       if (a == 6) {   /* SiLU: x · sigmoid(x), the conv's output used twice */
         strbuf_printf(&g->body, "  %%%d = sigmoid(%s);\n", t, cur);
         t = g->next_id++;

@@ -223,6 +223,10 @@ lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord) {
     }
     return lx_bin(f, LO_FADD, a, bv);
   }
+  case OP_PRELU: {   /* max(x, 0) + slope·min(x, 0), the slope broadcast */
+    lexpr *b = eval_arg(e, x, x->args[1], coord);
+    return lx_bin(f, LO_FADD, lx_bin(f, LO_FMAX, a, lx_flt(f, 0, 1)), lx_bin(f, LO_FMUL, b, lx_bin(f, LO_FMIN, a, lx_flt(f, 0, 1))));
+  }
   case OP_ADD: case OP_SUBTRACT: case OP_MULTIPLY: case OP_DIVIDE: {
     static const lx_op fop[] = {[OP_ADD] = LO_FADD, [OP_SUBTRACT] = LO_FSUB, [OP_MULTIPLY] = LO_FMUL, [OP_DIVIDE] = LO_FDIV};
     lexpr *b = eval_arg(e, x, x->args[1], coord);

@@ -345,6 +345,37 @@ static void test_shape_ops(void **state) {
   mb_free(&b);
 }
 
+/* the activations of newer networks after a conv, each with its ONNX
+ * attributes, and ReduceMean as a pool (opset 13: axes an attribute; 18:
+ * an input), against the reference interpreter */
+static void test_activations(void **state) {
+  (void)state;
+  for (int opset = 13; opset <= 18; opset += 5) {
+    mb b = {0};
+    b.ins[b.n_ins++] = vinfo(&b, "data", 4, X4, NULL);
+    init(&b, "w", 4, (int64_t[]){6, 3, 3, 3}, 31, 0);
+    init(&b, "slope", 3, (int64_t[]){6, 1, 1}, 32, 0);
+    nodev(&b, "Conv", "conv", "data,w", "c");
+    Onnx__NodeProto *n = nodev(&b, "HardSigmoid", "hs", "c", "h");
+    attr_float(&b, n, "alpha", 1.0f / 6);
+    nodev(&b, "Mul", "hswish", "c,h", "h2");   /* hard swish as PyTorch exports it */
+    n = nodev(&b, "LeakyRelu", "lrelu", "h2", "l");
+    attr_float(&b, n, "alpha", 0.2f);
+    nodev(&b, "PRelu", "prelu", "l,slope", "pr");
+    nodev(&b, "Tanh", "tanh", "pr", "t");
+    nodev(&b, "Erf", "erf", "t", "e");
+    nodev(&b, "Exp", "exp", "e", "x");
+    nodev(&b, "HardSwish", "hsw", "x", "x2");
+    n = nodev(&b, "ReduceMean", "rm", opset >= 18 ? "x2,axes" : "x2", "y");
+    if (opset >= 18) b.inits[b.n_inits++] = tensor_i64(&b, "axes", 2, (int64_t[]){-1, -2});
+    else attr_ints(&b, n, "axes", 2, (int64_t[]){2, 3});
+    attr_int(&b, n, "keepdims", 0);
+    b.outs[b.n_outs++] = vinfo(&b, "y", 2, (int64_t[]){1, 6}, NULL);
+    check_model(write_model(&b, "acts.onnx", opset, 0));
+    mb_free(&b);
+  }
+}
+
 static void import_fails(const char *path, const char *want) {
   temper_graph *g = NULL;
   diag d = {0};
@@ -369,7 +400,7 @@ static void test_errors(void **state) {
   one_conv(&b, "");
   write_model(&b, "t.onnx", 13, 0);
   import_fails(write_model(&b, "trunc.onnx", 13, 40), "not a valid ONNX model (truncated or corrupt protobuf)");
-  import_fails(write_model(&b, "old.onnx", 9, 0), "opset 9 is not supported (temper reads opsets 11 to 17)");
+  import_fails(write_model(&b, "old.onnx", 9, 0), "opset 9 is not supported (temper reads opsets 11 to 18)");
   mb_free(&b);
   one_conv(&b, "data,w_missing");
   import_fails(write_model(&b, "dangling.onnx", 13, 0),
@@ -566,6 +597,7 @@ static void test_torchvision_against_pytorch(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classifier_ops), cmocka_unit_test(test_shape_ops),   cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_activations),
       cmocka_unit_test(test_external_data),  cmocka_unit_test(test_torchvision_against_pytorch),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
