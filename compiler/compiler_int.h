@@ -142,6 +142,7 @@ typedef struct attrs {
   X(MAX_POOL2D, "nn.max_pool2d", PAT_OUT_EWISE, 1, 1, POOL_ATTRS)                       \
   X(AVG_POOL2D, "nn.avg_pool2d", PAT_OUT_EWISE, 1, 1, POOL_ATTRS | A(COUNT_INCLUDE_PAD)) \
   X(GLOBAL_AVG_POOL2D, "nn.global_avg_pool2d", PAT_OUT_EWISE, 1, 1, A(LAYOUT))          \
+  X(GLOBAL_MAX_POOL2D, "nn.global_max_pool2d", PAT_OUT_EWISE, 1, 1, A(LAYOUT))          \
   X(BIAS_ADD, "nn.bias_add", PAT_BROADCAST, 2, 2, A(AXIS))                              \
   X(RELU, "nn.relu", PAT_ELEMWISE, 1, 1, 0)                                             \
   X(CLIP, "clip", PAT_ELEMWISE, 1, 1, A(A_MIN) | A(A_MAX))                              \

@@ -353,7 +353,7 @@ static temper_status pool(imp *m, int op) {
   if (m->cur->n_output > 1 && m->cur->output[1][0]) return node_err(m, "the Indices output is not supported");
   node *c = call(m, op, 1, &x);
   if (!c) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
-  if (op != OP_GLOBAL_AVG_POOL2D) {
+  if (op != OP_GLOBAL_AVG_POOL2D && op != OP_GLOBAL_MAX_POOL2D) {
     int64_t ks[2], st[2], dil[2], pads[4], ceil, cip;
     TRY(attr_ints(m, "kernel_shape", 2, 1, ks, NULL));
     TRY(attr_ints(m, "strides", 2, 1, st, NULL));
@@ -485,6 +485,7 @@ static temper_status import_node(imp *m) {
   if (!strcmp(op, "MaxPool")) return pool(m, OP_MAX_POOL2D);
   if (!strcmp(op, "AveragePool")) return pool(m, OP_AVG_POOL2D);
   if (!strcmp(op, "GlobalAveragePool")) return pool(m, OP_GLOBAL_AVG_POOL2D);
+  if (!strcmp(op, "GlobalMaxPool")) return pool(m, OP_GLOBAL_MAX_POOL2D);
   if (!strcmp(op, "Gemm")) return gemm(m, 0);
   if (!strcmp(op, "MatMul")) return gemm(m, 1);
   static const struct { const char *name; int op; } unaries[] = {
@@ -657,7 +658,7 @@ static temper_status import_node(imp *m) {
 static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Sigmoid",
                                         "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
                                         "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", "HardSigmoid",
-                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", NULL};
+                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", "GlobalMaxPool", NULL};
 
 static int is_supported(const char *op) {
   for (int i = 0; supported[i]; i++)

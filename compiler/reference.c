@@ -166,7 +166,8 @@ static temper_status ref_conv2d_winograd(const node *n, const float *x, const fl
 
 static void pool_plain(const node *n, const float *x, float *y, int64_t NC, int64_t H, int64_t W, int64_t OH, int64_t OW) {
   const attrs_t *a = n->attrs;
-  int is_max = n->op == OP_MAX_POOL2D, global = n->op == OP_GLOBAL_AVG_POOL2D;
+  int is_max = n->op == OP_MAX_POOL2D || n->op == OP_GLOBAL_MAX_POOL2D;
+  int global = n->op == OP_GLOBAL_AVG_POOL2D || n->op == OP_GLOBAL_MAX_POOL2D;
   int64_t kh = global ? H : a->v[ATTR_POOL_SIZE].i[0], kw = global ? W : a->v[ATTR_POOL_SIZE].i[1];
   int64_t sh = global ? 1 : a->v[ATTR_STRIDES].i[0], sw = global ? 1 : a->v[ATTR_STRIDES].i[1];
   int64_t ph = global ? 0 : a->v[ATTR_PADDING].i[0], pw = global ? 0 : a->v[ATTR_PADDING].i[1];
@@ -272,7 +273,7 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
       }
     break;
   }
-  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D:
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D: case OP_GLOBAL_MAX_POOL2D:
     if (ref_pool(n, in[0], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
     break;
   case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP: case OP_HARD_SIGMOID: case OP_HARD_SWISH: case OP_LEAKY_RELU: case OP_TANH:

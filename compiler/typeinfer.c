@@ -179,7 +179,7 @@ static temper_status infer_pool(diag *d, node *n, shape_t *o) {
   int64_t nchw[4];
   TRY(activation_primal(d, n, "layout", a->v[ATTR_LAYOUT].s, x, nchw));
   *o = *x;
-  if (n->op == OP_GLOBAL_AVG_POOL2D) { o->d[2] = o->d[3] = 1; return TEMPER_OK; }
+  if (n->op == OP_GLOBAL_AVG_POOL2D || n->op == OP_GLOBAL_MAX_POOL2D) { o->d[2] = o->d[3] = 1; return TEMPER_OK; }
   const int64_t *k = a->v[ATTR_POOL_SIZE].i, *st = a->v[ATTR_STRIDES].i, *pad = a->v[ATTR_PADDING].i,
                 *dil = a->v[ATTR_DILATION].i;
   TRY(positive_window(d, n, st, dil));
@@ -290,7 +290,7 @@ static temper_status infer_op(diag *d, node *n) {
     o.d[1] = w->d[0];
     break;
   }
-  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D: TRY(infer_pool(d, n, &o)); break;
+  case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D: case OP_GLOBAL_MAX_POOL2D: TRY(infer_pool(d, n, &o)); break;
   case OP_BIAS_ADD: {
     TRY(want_tensor(d, n, 0, -1));
     TRY(want_tensor(d, n, 1, 1));

@@ -203,7 +203,7 @@ static void gen_pool(gen *g) {
   x->used = 1;
   int id = g->next_id++;
   if (kind == 4) {
-    strbuf_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", id, x->name);
+    strbuf_printf(&g->body, "  %%%d = nn.global_%s_pool2d(%s);\n", id, chance(g, 30) ? "max" : "avg", x->name);
     add_val_id(g, id, 4, x->N, x->C, 1, 1);
     return;
   }

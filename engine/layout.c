@@ -200,7 +200,7 @@ static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag 
       }
     }
   }
-  if (n->kind == N_CALL && (n->op == OP_MAX_POOL2D || n->op == OP_AVG_POOL2D || n->op == OP_GLOBAL_AVG_POOL2D) && b0 &&
+  if (n->kind == N_CALL && (n->op == OP_MAX_POOL2D || n->op == OP_AVG_POOL2D || n->op == OP_GLOBAL_AVG_POOL2D || n->op == OP_GLOBAL_MAX_POOL2D) && b0 &&
       !strcmp(n->attrs->v[ATTR_LAYOUT].s, "NCHW")) {
     node *c = ir_call(g, n->op, 1, args, n->attrs);
     if (!c) return NULL;

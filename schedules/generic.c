@@ -22,7 +22,8 @@ static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c, int lanes) {
   const node *m = p->master;
   const shape_t *xs = &m->args[0]->ty.shape;
   const attrs_t *a = m->attrs;
-  int global = m->op == OP_GLOBAL_AVG_POOL2D, is_max = m->op == OP_MAX_POOL2D;
+  int global = m->op == OP_GLOBAL_AVG_POOL2D || m->op == OP_GLOBAL_MAX_POOL2D;
+  int is_max = m->op == OP_MAX_POOL2D || m->op == OP_GLOBAL_MAX_POOL2D;
   int64_t cb = xs->ndim == 5 ? xs->d[4] : 1;   /* NCHW<cb>c: the inner channel is coordinate 4 */
   int64_t H = xs->d[2], W = xs->d[3];
   int64_t kh = global ? H : a->v[ATTR_POOL_SIZE].i[0], kw = global ? W : a->v[ATTR_POOL_SIZE].i[1];
@@ -113,7 +114,7 @@ temper_status sched_generic(prim *p, diag *d) {
   const shape_t *os = &p->fn->body->ty.shape;
   int r = os->ndim;
   const node *pm = p->master;
-  if (pm && (pm->op == OP_MAX_POOL2D || pm->op == OP_AVG_POOL2D || pm->op == OP_GLOBAL_AVG_POOL2D) && r == 5 &&
+  if (pm && (pm->op == OP_MAX_POOL2D || pm->op == OP_AVG_POOL2D || pm->op == OP_GLOBAL_AVG_POOL2D || pm->op == OP_GLOBAL_MAX_POOL2D) && r == 5 &&
       pm->ty.shape.ndim == 5 && shape_eq(&pm->ty.shape, os) && os->d[4] <= 64)
     return pool_blocked(p, d);
   int64_t inner = r ? os->d[r - 1] : 1, outer = 1;
@@ -134,7 +135,7 @@ temper_status sched_generic(prim *p, diag *d) {
     return diag_fail(d, TEMPER_EUNSUPPORTED, "conv2d in layout %s/%s needs a schedule attribute",
                      m->attrs->v[ATTR_DATA_LAYOUT].s, m->attrs->v[ATTR_KERNEL_LAYOUT].s);
   if (m && m->op == OP_CONV2D) e.master_val = conv_value(p, li, c);
-  else if (m && (m->op == OP_MAX_POOL2D || m->op == OP_AVG_POOL2D || m->op == OP_GLOBAL_AVG_POOL2D)) e.master_val = pool_value(p, li, c, 1);
+  else if (m && (m->op == OP_MAX_POOL2D || m->op == OP_AVG_POOL2D || m->op == OP_GLOBAL_AVG_POOL2D || m->op == OP_GLOBAL_MAX_POOL2D)) e.master_val = pool_value(p, li, c, 1);
   else if (m) return diag_fail(d, TEMPER_EUNSUPPORTED, "no schedule for %s", ir_op_name(m));
   lexpr *v = epi_eval(&e, p->fn->body, c);
   lexpr *idx = lx_add(f, lx_mul(f, lx_var(f, vo), lx_int(f, inner)), lx_var(f, vi));

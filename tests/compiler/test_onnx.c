@@ -365,7 +365,8 @@ static void test_activations(void **state) {
     nodev(&b, "Tanh", "tanh", "pr", "t");
     nodev(&b, "Erf", "erf", "t", "e");
     nodev(&b, "Exp", "exp", "e", "x");
-    nodev(&b, "HardSwish", "hsw", "x", "x2");
+    nodev(&b, "HardSwish", "hsw", "x", "x1");
+    nodev(&b, opset >= 18 ? "GlobalMaxPool" : "Identity", "gmp", "x1", "x2");   /* a global max pool, then the mean of one value */
     n = nodev(&b, "ReduceMean", "rm", opset >= 18 ? "x2,axes" : "x2", "y");
     if (opset >= 18) b.inits[b.n_inits++] = tensor_i64(&b, "axes", 2, (int64_t[]){-1, -2});
     else attr_ints(&b, n, "axes", 2, (int64_t[]){2, 3});
