@@ -477,6 +477,47 @@ static temper_status reduce_mean(imp *m) {
   return set_out(m, 0, y);
 }
 
+/* Squeeze / Unsqueeze of a float tensor: a reshape to the static shape
+ * they make; axes an attribute (opset 11–12) or an input (13+) */
+static temper_status squeeze(imp *m, int unsqueeze) {
+  node *x, *y;
+  TRY(input(m, 0, &x));
+  int64_t axes[8];
+  int n_axes = 0;
+  const Onnx__AttributeProto *a = attr(m->cur, "axes");
+  if (a) {
+    if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || a->n_ints > 8) return node_err(m, "attribute 'axes' must be at most 8 ints");
+    for (size_t i = 0; i < a->n_ints; i++) axes[n_axes++] = a->ints[i];
+  } else if (m->cur->n_input > 1 && m->cur->input[1][0]) {
+    value *v;
+    TRY(ints_input(m, 1, &v));
+    if (v->n_ints > 8) return node_err(m, "input 'axes' must have at most 8 values");
+    for (int i = 0; i < v->n_ints; i++) axes[n_axes++] = v->ints[i];
+  } else if (unsqueeze) return node_err(m, "axes are required");
+  const shape_t *xs = &x->ty.shape;
+  int out_nd = unsqueeze ? xs->ndim + n_axes : xs->ndim;
+  if (out_nd > TEMPER_MAX_DIMS) return node_err(m, "the result would have %d dimensions (at most %d)", out_nd, TEMPER_MAX_DIMS);
+  int mark[TEMPER_MAX_DIMS + 8] = {0};
+  for (int i = 0; i < n_axes; i++) {
+    int64_t ax = axes[i] < 0 ? axes[i] + (unsqueeze ? out_nd : xs->ndim) : axes[i];
+    if (ax < 0 || ax >= (unsqueeze ? out_nd : xs->ndim) || mark[ax]) return node_err(m, "axis %lld is out of range or repeated", (long long)axes[i]);
+    if (!unsqueeze && xs->d[ax] != 1) return node_err(m, "axis %lld has size %lld, not 1", (long long)axes[i], (long long)xs->d[ax]);
+    mark[ax] = 1;
+  }
+  y = call(m, OP_RESHAPE, 1, &x);
+  if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  attr_val *ns = &y->attrs->v[ATTR_NEWSHAPE];
+  ns->n = 0;
+  if (unsqueeze)
+    for (int o = 0, k = 0; o < out_nd; o++) ns->i[ns->n++] = mark[o] ? 1 : xs->d[k++];
+  else
+    for (int k = 0; k < xs->ndim; k++)
+      if (!(n_axes ? mark[k] : xs->d[k] == 1)) ns->i[ns->n++] = xs->d[k];
+  if (!ns->n) return node_err(m, "squeezing every axis (a scalar) is not supported");
+  TRY(typed(m, y));
+  return set_out(m, 0, y);
+}
+
 static temper_status import_node(imp *m) {
   const Onnx__NodeProto *n = m->cur;
   const char *op = n->op_type;
@@ -571,6 +612,7 @@ static temper_status import_node(imp *m) {
     TRY(typed(m, y));
     return set_out(m, 0, y);
   }
+  if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) return squeeze(m, op[0] == 'U');
   if (!strcmp(op, "Reshape")) {
     value *shp = NULL;
     TRY(input(m, 0, &x));
@@ -658,7 +700,7 @@ static temper_status import_node(imp *m) {
 static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Sigmoid",
                                         "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
                                         "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", "HardSigmoid",
-                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", "GlobalMaxPool", NULL};
+                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", "GlobalMaxPool", "Squeeze", "Unsqueeze", NULL};
 
 static int is_supported(const char *op) {
   for (int i = 0; supported[i]; i++)

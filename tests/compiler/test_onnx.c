@@ -367,7 +367,11 @@ static void test_activations(void **state) {
     nodev(&b, "Exp", "exp", "e", "x");
     nodev(&b, "HardSwish", "hsw", "x", "x1");
     nodev(&b, opset >= 18 ? "GlobalMaxPool" : "Identity", "gmp", "x1", "x2");   /* a global max pool, then the mean of one value */
-    n = nodev(&b, "ReduceMean", "rm", opset >= 18 ? "x2,axes" : "x2", "y");
+    /* a round trip through Unsqueeze and Squeeze (axes an input from opset 13) */
+    b.inits[b.n_inits++] = tensor_i64(&b, "uax", 1, (int64_t[]){0});
+    nodev(&b, "Unsqueeze", "unsq", "x2,uax", "u5");
+    nodev(&b, "Squeeze", "sq", "u5,uax", "x3");
+    n = nodev(&b, "ReduceMean", "rm", opset >= 18 ? "x3,axes" : "x3", "y");
     if (opset >= 18) b.inits[b.n_inits++] = tensor_i64(&b, "axes", 2, (int64_t[]){-1, -2});
     else attr_ints(&b, n, "axes", 2, (int64_t[]){2, 3});
     attr_int(&b, n, "keepdims", 0);
