@@ -108,7 +108,11 @@ typedef enum attr_kind { AK_INT, AK_INT2, AK_PAD, AK_INTS, AK_FLOAT, AK_BOOL, AK
   X(SCHEDULE, "schedule", AK_STR)                \
   X(PAD_WIDTH, "pad_width", AK_INTS)             \
   X(PAD_VALUE, "pad_value", AK_FLOAT)            \
-  X(TILE_SIZE, "tile_size", AK_INT)
+  X(TILE_SIZE, "tile_size", AK_INT)              \
+  X(AXES, "axes", AK_INTS)                       \
+  X(BEGIN, "begin", AK_INTS)                     \
+  X(END, "end", AK_INTS)                         \
+  X(STEP, "step", AK_INTS)
 
 typedef enum attr_id {
 #define X(id, name, kind) ATTR_##id,
@@ -167,6 +171,8 @@ typedef struct attrs {
   X(SOFTMAX, "nn.softmax", PAT_OPAQUE, 1, 1, A(AXIS))                                   \
   X(LAYOUT_TRANSFORM, "layout_transform", PAT_INJECTIVE, 1, 1, A(SRC_LAYOUT) | A(DST_LAYOUT)) \
   X(PAD, "nn.pad", PAT_INJECTIVE, 1, 1, A(PAD_WIDTH) | A(PAD_VALUE))                    \
+  X(TRANSPOSE, "transpose", PAT_INJECTIVE, 1, 1, A(AXES))                               \
+  X(STRIDED_SLICE, "strided_slice", PAT_INJECTIVE, 1, 1, A(BEGIN) | A(END) | A(STEP))   \
   X(CONV2D_WINOGRAD, "nn.contrib_conv2d_winograd_without_weight_transform", PAT_OUT_EWISE, 2, 2, CONV_ATTRS | A(TILE_SIZE)) \
   X(WINOGRAD_WEIGHT, "nn.contrib_conv2d_winograd_weight_transform", PAT_OPAQUE, 1, 1, A(TILE_SIZE))
 

@@ -518,10 +518,166 @@ static temper_status squeeze(imp *m, int unsqueeze) {
   return set_out(m, 0, y);
 }
 
+/* an integer output: what shape arithmetic makes (Shape, Gather, ...) */
+static temper_status set_ints_out(imp *m, size_t i, const int64_t *ints, int n) {
+  if (i >= m->cur->n_output) return node_err(m, "has no output %zu", i + 1);
+  value *o = define(m, m->cur->output[i]);
+  if (!o || !(o->ints = arena_alloc(&m->g->a, sizeof(int64_t) * (size_t)(n ? n : 1)))) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  memcpy(o->ints, ints, sizeof(int64_t) * (size_t)n);
+  o->n_ints = n;
+  o->is_ints = 1;
+  return TEMPER_OK;
+}
+
+static value *maybe_ints(imp *m, size_t i) {
+  if (i >= m->cur->n_input || !m->cur->input[i][0]) return NULL;
+  value *v = lookup(m, m->cur->input[i]);
+  return v && v->is_ints ? v : NULL;
+}
+
+/* Shape → Gather → Add/Sub/Mul/Div → Unsqueeze → Concat → Reshape: exported
+ * models compute shapes that are static here, so they fold at import into
+ * integer values (an op on them with a float tensor is refused) */
+static temper_status shape_chain(imp *m, const char *op, int *done) {
+  *done = 1;
+  int64_t out[16];
+  int n = 0;
+  if (!strcmp(op, "Shape")) {
+    value *v = m->cur->n_input ? lookup(m, m->cur->input[0]) : NULL;
+    if (!v) return node_err(m, "input 1 is missing or unknown");
+    int64_t start, end, nd = v->is_ints ? 1 : v->n->ty.shape.ndim;
+    TRY(attr_int(m, "start", 0, &start));
+    TRY(attr_int(m, "end", nd, &end));
+    if (start < 0) start += nd;
+    if (end < 0) end += nd;
+    start = start < 0 ? 0 : start > nd ? nd : start;
+    end = end < start ? start : end > nd ? nd : end;
+    for (int64_t i = start; i < end; i++) out[n++] = v->is_ints ? v->n_ints : v->n->ty.shape.d[i];
+    return set_ints_out(m, 0, out, n);
+  }
+  value *a = maybe_ints(m, 0);
+  if (!a) { *done = 0; return TEMPER_OK; }   /* a float tensor: the op's own import */
+  if (!strcmp(op, "Gather")) {
+    value *idx;
+    int64_t axis;
+    TRY(ints_input(m, 1, &idx));
+    TRY(attr_int(m, "axis", 0, &axis));
+    if (axis != 0 || idx->n_ints > 16) return node_err(m, "gathering integers: only along axis 0, at most 16 indices");
+    for (int i = 0; i < idx->n_ints; i++) {
+      int64_t k = idx->ints[i] < 0 ? idx->ints[i] + a->n_ints : idx->ints[i];
+      if (k < 0 || k >= a->n_ints) return node_err(m, "index %lld out of range (%d values)", (long long)idx->ints[i], a->n_ints);
+      out[n++] = a->ints[k];
+    }
+    return set_ints_out(m, 0, out, n);
+  }
+  if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div")) {
+    value *b;
+    TRY(ints_input(m, 1, &b));
+    n = a->n_ints > b->n_ints ? a->n_ints : b->n_ints;
+    if ((a->n_ints != n && a->n_ints != 1) || (b->n_ints != n && b->n_ints != 1) || n > 16) return node_err(m, "integer operands of %d and %d values do not broadcast", a->n_ints, b->n_ints);
+    for (int i = 0; i < n; i++) {
+      int64_t x = a->ints[a->n_ints == 1 ? 0 : i], y = b->ints[b->n_ints == 1 ? 0 : i];
+      if (op[0] == 'D' && y == 0) return node_err(m, "integer division by zero");
+      out[i] = op[0] == 'A' ? x + y : op[0] == 'S' ? x - y : op[0] == 'M' ? x * y : x / y;
+    }
+    return set_ints_out(m, 0, out, n);
+  }
+  if (!strcmp(op, "Unsqueeze") || !strcmp(op, "Squeeze") || !strcmp(op, "Cast") || !strcmp(op, "Identity"))
+    return set_ints_out(m, 0, a->ints, a->n_ints);
+  if (!strcmp(op, "Concat")) {
+    for (size_t i = 0; i < m->cur->n_input; i++) {
+      value *v;
+      TRY(ints_input(m, i, &v));
+      if (n + v->n_ints > 16) return node_err(m, "concatenating more than 16 integers");
+      for (int k = 0; k < v->n_ints; k++) out[n++] = v->ints[k];
+    }
+    return set_ints_out(m, 0, out, n);
+  }
+  *done = 0;
+  return TEMPER_OK;
+}
+
+/* Slice: starts, ends, axes, steps (inputs, opset 10+) into one
+ * strided_slice of every dimension, clamped as ONNX says */
+static temper_status slice(imp *m) {
+  node *x, *y;
+  value *st, *en, *ax = NULL, *sp = NULL;
+  TRY(input(m, 0, &x));
+  TRY(ints_input(m, 1, &st));
+  TRY(ints_input(m, 2, &en));
+  if (m->cur->n_input > 3 && m->cur->input[3][0]) TRY(ints_input(m, 3, &ax));
+  if (m->cur->n_input > 4 && m->cur->input[4][0]) TRY(ints_input(m, 4, &sp));
+  const shape_t *xs = &x->ty.shape;
+  int k = st->n_ints;
+  if (en->n_ints != k || (ax && ax->n_ints != k) || (sp && sp->n_ints != k) || k > xs->ndim)
+    return node_err(m, "starts, ends, axes and steps must have the same length, at most the rank");
+  y = call(m, OP_STRIDED_SLICE, 1, &x);
+  if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  attr_val *b = &y->attrs->v[ATTR_BEGIN], *e = &y->attrs->v[ATTR_END], *s = &y->attrs->v[ATTR_STEP];
+  b->n = e->n = s->n = xs->ndim;
+  for (int i = 0; i < xs->ndim; i++) b->i[i] = 0, e->i[i] = xs->d[i], s->i[i] = 1;
+  for (int i = 0; i < k; i++) {
+    int64_t a = ax ? ax->ints[i] : i;
+    if (a < 0) a += xs->ndim;
+    if (a < 0 || a >= xs->ndim) return node_err(m, "axis %lld out of range", (long long)(ax ? ax->ints[i] : i));
+    int64_t dim = xs->d[a], step = sp ? sp->ints[i] : 1, lo = st->ints[i], hi = en->ints[i];
+    if (step < 1) return node_err(m, "step %lld is not supported (positive steps only)", (long long)step);
+    if (lo < 0) lo += dim;
+    if (hi < 0) hi += dim;
+    lo = lo < 0 ? 0 : lo > dim ? dim : lo;
+    hi = hi < 0 ? 0 : hi > dim ? dim : hi;
+    if (hi <= lo) return node_err(m, "an empty slice of axis %lld is not supported", (long long)a);
+    b->i[a] = lo, e->i[a] = hi, s->i[a] = step;
+  }
+  TRY(typed(m, y));
+  return set_out(m, 0, y);
+}
+
+/* Split into strided slices: sizes from the 'split' input (13+), the
+ * attribute (11–12), or equal parts, one per output */
+static temper_status split(imp *m) {
+  node *x;
+  TRY(input(m, 0, &x));
+  int64_t axis, sizes[64];
+  TRY(attr_int(m, "axis", 0, &axis));
+  const shape_t *xs = &x->ty.shape;
+  if (axis < 0) axis += xs->ndim;
+  if (axis < 0 || axis >= xs->ndim) return node_err(m, "axis out of range");
+  int nout = (int)m->cur->n_output;
+  if (nout < 1 || nout > 64) return node_err(m, "1 to 64 outputs are supported");
+  const Onnx__AttributeProto *sa = attr(m->cur, "split");
+  value *sv = m->cur->n_input > 1 && m->cur->input[1][0] ? lookup(m, m->cur->input[1]) : NULL;
+  if (sv && !sv->is_ints) return node_err(m, "input 'split' must be a constant int64 tensor");
+  int have = sv ? sv->n_ints : sa ? (int)sa->n_ints : 0;
+  if ((sv || sa) && have != nout) return node_err(m, "split has %d sizes for %d outputs", have, nout);
+  int64_t total = 0;
+  for (int i = 0; i < nout; i++) {
+    sizes[i] = sv ? sv->ints[i] : sa ? sa->ints[i] : xs->d[axis] / nout + (i < xs->d[axis] % nout);
+    if (sizes[i] < 1) return node_err(m, "part %d is empty", i + 1);
+    total += sizes[i];
+  }
+  if (total != xs->d[axis]) return node_err(m, "the parts add up to %lld, the axis has %lld", (long long)total, (long long)xs->d[axis]);
+  int64_t at = 0;
+  for (int i = 0; i < nout; i++) {
+    node *y = call(m, OP_STRIDED_SLICE, 1, &x);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    attr_val *b = &y->attrs->v[ATTR_BEGIN], *e = &y->attrs->v[ATTR_END], *s = &y->attrs->v[ATTR_STEP];
+    b->n = e->n = s->n = xs->ndim;
+    for (int j = 0; j < xs->ndim; j++) b->i[j] = 0, e->i[j] = xs->d[j], s->i[j] = 1;
+    b->i[axis] = at, e->i[axis] = at += sizes[i];
+    TRY(typed(m, y));
+    if (m->cur->output[i][0]) TRY(set_out(m, (size_t)i, y));
+  }
+  return TEMPER_OK;
+}
+
 static temper_status import_node(imp *m) {
   const Onnx__NodeProto *n = m->cur;
   const char *op = n->op_type;
   node *x, *y;
+  int done = 0;
+  TRY(shape_chain(m, op, &done));   /* integers: shape arithmetic, folded here */
+  if (done) return TEMPER_OK;
   if (!strcmp(op, "Conv")) return conv(m);
   if (!strcmp(op, "MaxPool")) return pool(m, OP_MAX_POOL2D);
   if (!strcmp(op, "AveragePool")) return pool(m, OP_AVG_POOL2D);
@@ -612,6 +768,21 @@ static temper_status import_node(imp *m) {
     TRY(typed(m, y));
     return set_out(m, 0, y);
   }
+  if (!strcmp(op, "Slice")) return slice(m);
+  if (!strcmp(op, "Split")) return split(m);
+  if (!strcmp(op, "Transpose")) {
+    TRY(input(m, 0, &x));
+    y = call(m, OP_TRANSPOSE, 1, &x);
+    if (!y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+    const Onnx__AttributeProto *pa = attr(n, "perm");
+    if (pa) {
+      if (pa->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || pa->n_ints > TEMPER_MAX_DIMS) return node_err(m, "attribute 'perm' must be at most %d ints", TEMPER_MAX_DIMS);
+      y->attrs->v[ATTR_AXES].n = (int)pa->n_ints;
+      for (size_t i = 0; i < pa->n_ints; i++) y->attrs->v[ATTR_AXES].i[i] = pa->ints[i];
+    }
+    TRY(typed(m, y));
+    return set_out(m, 0, y);
+  }
   if (!strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) return squeeze(m, op[0] == 'U');
   if (!strcmp(op, "Reshape")) {
     value *shp = NULL;
@@ -694,13 +865,16 @@ static temper_status import_node(imp *m) {
     TRY(typed(m, y));
     return set_out(m, 0, y);
   }
+  if (!strcmp(op, "Gather") || !strcmp(op, "Cast"))
+    return node_err(m, "%s of a float tensor is not supported (only of integers: the shape arithmetic of exported models)", op);
   return node_err(m, "unsupported op");
 }
 
 static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "Clip", "Add", "Sub", "Mul", "Div", "Sigmoid",
                                         "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
                                         "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", "HardSigmoid",
-                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", "GlobalMaxPool", "Squeeze", "Unsqueeze", NULL};
+                                        "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", "GlobalMaxPool", "Squeeze", "Unsqueeze", "Transpose",
+                                        "Slice", "Split", "Shape", "Gather", "Cast", NULL};
 
 static int is_supported(const char *op) {
   for (int i = 0; supported[i]; i++)

@@ -319,6 +319,25 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
     break;
   }
   case OP_BATCH_FLATTEN: case OP_RESHAPE: memcpy(y, in[0], sizeof(float) * (size_t)total); break;
+  case OP_TRANSPOSE: case OP_STRIDED_SLICE: {   /* each output element from its input coordinate */
+    const shape_t *xs = &n->args[0]->ty.shape;
+    const attr_val *ax = &a->v[ATTR_AXES];
+    int64_t ic[TEMPER_MAX_DIMS];
+    for (int64_t i = 0; i < total; i++) {
+      unravel(i, ys, coord);
+      for (int j = 0; j < ys->ndim; j++) {
+        if (n->op == OP_STRIDED_SLICE) ic[j] = a->v[ATTR_BEGIN].i[j] + coord[j] * a->v[ATTR_STEP].i[j];
+        else {
+          int64_t p = ax->n ? ax->i[j] : ys->ndim - 1 - j;
+          ic[p < 0 ? p + ys->ndim : p] = coord[j];
+        }
+      }
+      int64_t idx = 0;
+      for (int j = 0; j < xs->ndim; j++) idx = idx * xs->d[j] + ic[j];
+      y[i] = in[0][idx];
+    }
+    break;
+  }
   case OP_CONCATENATE: {
     int ax = (int)(a->v[ATTR_AXIS].i[0] < 0 ? a->v[ATTR_AXIS].i[0] + ys->ndim : a->v[ATTR_AXIS].i[0]);
     for (int64_t i = 0; i < total; i++) {

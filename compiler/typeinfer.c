@@ -349,6 +349,39 @@ static temper_status infer_op(diag *d, node *n) {
     break;
   }
   case OP_RESHAPE: TRY(want_tensor(d, n, 0, -1)); TRY(infer_reshape(d, n, &o)); break;
+  case OP_TRANSPOSE: {   /* axes: a permutation of the input's dimensions (none: reversed) */
+    TRY(want_tensor(d, n, 0, -1));
+    const shape_t *x = &n->args[0]->ty.shape;
+    const attr_val *ax = &a->v[ATTR_AXES];
+    o.ndim = x->ndim;
+    if (ax->n && ax->n != x->ndim)
+      return diag_error(d, n->loc, "transpose: axes has %d values for a %d-d input", ax->n, x->ndim);
+    int seen[TEMPER_MAX_DIMS] = {0};
+    for (int i = 0; i < x->ndim; i++) {
+      int64_t p = ax->n ? ax->i[i] : x->ndim - 1 - i;
+      if (p < 0) p += x->ndim;
+      if (p < 0 || p >= x->ndim || seen[p]++) return diag_error(d, n->loc, "transpose: axes is not a permutation of 0..%d", x->ndim - 1);
+      o.d[i] = x->d[p];
+    }
+    break;
+  }
+  case OP_STRIDED_SLICE: {   /* begin, end, step: one value per dimension, 0 <= begin < end <= size, step >= 1 */
+    TRY(want_tensor(d, n, 0, -1));
+    const shape_t *x = &n->args[0]->ty.shape;
+    const attr_val *b = &a->v[ATTR_BEGIN], *e = &a->v[ATTR_END], *st = &a->v[ATTR_STEP];
+    if (b->n != x->ndim || e->n != x->ndim || st->n != x->ndim)
+      return diag_error(d, n->loc, "strided_slice: begin, end and step need %d values each (one per dimension)", x->ndim);
+    o.ndim = x->ndim;
+    for (int i = 0; i < x->ndim; i++) {
+      if (st->i[i] < 1 || st->i[i] > x->d[i] + 1)
+        return diag_error(d, n->loc, "strided_slice: step %lld of dimension %d is not supported (1 to the size)", (long long)st->i[i], i);
+      if (b->i[i] < 0 || b->i[i] >= e->i[i] || e->i[i] > x->d[i])
+        return diag_error(d, n->loc, "strided_slice: dimension %d: [%lld, %lld) is not a non-empty range of 0..%lld", i,
+                          (long long)b->i[i], (long long)e->i[i], (long long)x->d[i]);
+      o.d[i] = (e->i[i] - b->i[i] + st->i[i] - 1) / st->i[i];
+    }
+    break;
+  }
   case OP_CONCATENATE: {
     for (int i = 0; i < k; i++) TRY(want_tensor(d, n, i, -1));
     o = n->args[0]->ty.shape;

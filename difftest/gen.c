@@ -299,6 +299,33 @@ static void gen_elementwise(gen *g) {
   add_val_id(g, id, 4, x->N, x->C, x->H, x->W);
 }
 
+/* ShuffleNet's channel shuffle (reshape to 5-d, transpose the groups,
+ * reshape back), or a slice of channels and rows with steps */
+static void gen_shuffle_or_slice(gen *g) {
+  val *x = pick4(g);
+  x->used = 1;
+  int id = g->next_id++;
+  int64_t gr = x->C % 2 == 0 ? 2 : x->C % 3 == 0 ? 3 : 0;
+  if (gr && chance(g, 50)) {
+    strbuf_printf(&g->body, "  %%%d = reshape(%s, newshape=[%lld, %lld, %lld, %lld, %lld]);\n", id, x->name, (long long)x->N, (long long)gr,
+                  (long long)(x->C / gr), (long long)x->H, (long long)x->W);
+    int t = g->next_id++;
+    strbuf_printf(&g->body, "  %%%d = transpose(%%%d, axes=[0, 2, 1, 3, 4]);\n", t, id);
+    int r = g->next_id++;
+    strbuf_printf(&g->body, "  %%%d = reshape(%%%d, newshape=[%lld, %lld, %lld, %lld]);\n", r, t, (long long)x->N, (long long)x->C,
+                  (long long)x->H, (long long)x->W);
+    add_val_id(g, r, 4, x->N, x->C, x->H, x->W);
+    return;
+  }
+  int64_t c0 = rnd(g, (int)x->C), c1 = c0 + 1 + rnd(g, (int)(x->C - c0));
+  int64_t h0 = rnd(g, (int)x->H), sh = 1 + rnd(g, 2), sw = 1 + rnd(g, 2);
+  int64_t oh = (x->H - h0 + sh - 1) / sh, ow = (x->W + sw - 1) / sw;
+  strbuf_printf(&g->body, "  %%%d = strided_slice(%s, begin=[0, %lld, %lld, 0], end=[%lld, %lld, %lld, %lld], step=[1, 1, %lld, %lld]);\n", id,
+                x->name, (long long)c0, (long long)h0, (long long)x->N, (long long)c1, (long long)x->H, (long long)x->W, (long long)sh,
+                (long long)sw);
+  add_val_id(g, id, 4, x->N, c1 - c0, oh, ow);
+}
+
 /* dt_generate: seed → model text; deterministic */
 char *dt_generate(uint64_t seed, const dt_gen_opts *o) {
   gen g = {.o = o ? o : &dt_gen_defaults};
@@ -313,8 +340,9 @@ char *dt_generate(uint64_t seed, const dt_gen_opts *o) {
     int k = rnd(&g, 100);
     if (k < 60 || i == 0) gen_conv(&g);
     else if (k < 75) gen_pool(&g);
-    else if (k < 88) gen_concat(&g);
-    else gen_elementwise(&g);
+    else if (k < 86) gen_concat(&g);
+    else if (k < 93) gen_elementwise(&g);
+    else gen_shuffle_or_slice(&g);
   }
   if (chance(&g, 45)) gen_head(&g);
   strbuf out = {0};

@@ -63,6 +63,19 @@ static lexpr *eval_injective(epi *e, const node *x, lexpr *const *coord) {
   case OP_RESHAPE: case OP_BATCH_FLATTEN:
     unravel(f, &x->args[0]->ty.shape, flat_index(f, &x->ty.shape, coord), ic);
     return epi_eval(e, x->args[0], ic);
+  case OP_TRANSPOSE: {
+    const attr_val *ax = &x->attrs->v[ATTR_AXES];
+    int nd = x->ty.shape.ndim;
+    for (int j = 0; j < nd; j++) {
+      int64_t p = ax->n ? ax->i[j] : nd - 1 - j;
+      ic[p < 0 ? p + nd : p] = coord[j];
+    }
+    return epi_eval(e, x->args[0], ic);
+  }
+  case OP_STRIDED_SLICE:
+    for (int j = 0; j < x->ty.shape.ndim; j++)
+      ic[j] = lx_add(f, lx_int(f, x->attrs->v[ATTR_BEGIN].i[j]), lx_mul(f, coord[j], lx_int(f, x->attrs->v[ATTR_STEP].i[j])));
+    return epi_eval(e, x->args[0], ic);
   case OP_CONCATENATE: {
     int ax = (int)x->attrs->v[ATTR_AXIS].i[0];
     if (ax < 0) ax += x->ty.shape.ndim;

@@ -381,6 +381,63 @@ static void test_activations(void **state) {
   }
 }
 
+static void import_fails(const char *path, const char *want);
+static void one_conv(mb *b, const char *w_name);
+
+/* a channel shuffle and a split as exporters write them: the reshape's
+ * shape computed from Shape → Gather → Div → Concat, a Transpose of 5-d,
+ * Split into two, a strided Slice with negative bounds */
+static void test_shuffle_and_slices(void **state) {
+  (void)state;
+  mb b = {0};
+  b.ins[b.n_ins++] = vinfo(&b, "data", 4, X4, NULL);
+  init(&b, "w", 4, (int64_t[]){8, 3, 3, 3}, 41, 0);
+  init(&b, "w2", 4, (int64_t[]){4, 4, 1, 1}, 42, 0);
+  b.inits[b.n_inits++] = tensor_i64(&b, "i0", 1, (int64_t[]){0});
+  b.inits[b.n_inits++] = tensor_i64(&b, "i1", 1, (int64_t[]){1});
+  b.inits[b.n_inits++] = tensor_i64(&b, "two", 1, (int64_t[]){2});
+  b.inits[b.n_inits++] = tensor_i64(&b, "rest", 2, (int64_t[]){13, 11});
+  b.inits[b.n_inits++] = tensor_i64(&b, "flat", 4, (int64_t[]){1, 8, 13, 11});
+  b.inits[b.n_inits++] = tensor_i64(&b, "s_st", 2, (int64_t[]){-7, 1});
+  b.inits[b.n_inits++] = tensor_i64(&b, "s_en", 2, (int64_t[]){INT64_MAX, -1});
+  b.inits[b.n_inits++] = tensor_i64(&b, "s_ax", 2, (int64_t[]){2, 3});
+  b.inits[b.n_inits++] = tensor_i64(&b, "s_sp", 2, (int64_t[]){2, 3});
+  Onnx__NodeProto *n = nodev(&b, "Conv", "conv", "data,w", "c");
+  attr_ints(&b, n, "pads", 4, (int64_t[]){1, 1, 1, 1});
+  nodev(&b, "Shape", "shape", "c", "sh");
+  nodev(&b, "Gather", "g0", "sh,i0", "n0");
+  nodev(&b, "Gather", "g1", "sh,i1", "c0");
+  nodev(&b, "Div", "div", "c0,two", "cg");
+  nodev(&b, "Concat", "cat", "n0,two,cg,rest", "shp");
+  attr_int(&b, b.nodes[b.n_nodes - 1], "axis", 0);
+  nodev(&b, "Reshape", "r5", "c,shp", "c5");
+  n = nodev(&b, "Transpose", "tr", "c5", "t5");
+  attr_ints(&b, n, "perm", 5, (int64_t[]){0, 2, 1, 3, 4});
+  nodev(&b, "Reshape", "r4", "t5,flat", "sh4");
+  n = nodev(&b, "Split", "split", "sh4", "a,bb");
+  attr_int(&b, n, "axis", 1);
+  nodev(&b, "Conv", "conv2", "bb,w2", "c2");
+  nodev(&b, "Add", "add", "a,c2", "sum");
+  nodev(&b, "Slice", "slice", "sum,s_st,s_en,s_ax,s_sp", "y");
+  b.outs[b.n_outs++] = vinfo(&b, "y", 4, (int64_t[]){1, 4, 4, 3}, NULL);
+  check_model(write_model(&b, "shuffle.onnx", 13, 0));
+  mb_free(&b);
+  /* refused with the reason: a negative step, Gather of a float tensor */
+  one_conv(&b, "");
+  b.inits[b.n_inits++] = tensor_i64(&b, "st", 1, (int64_t[]){5});
+  b.inits[b.n_inits++] = tensor_i64(&b, "en", 1, (int64_t[]){0});
+  b.inits[b.n_inits++] = tensor_i64(&b, "ax", 1, (int64_t[]){3});
+  b.inits[b.n_inits++] = tensor_i64(&b, "sp", 1, (int64_t[]){-1});
+  nodev(&b, "Slice", "rev", "y,st,en,ax,sp", "z");
+  import_fails(write_model(&b, "rev.onnx", 13, 0), "node 'rev' (Slice): step -1 is not supported (positive steps only)");
+  mb_free(&b);
+  one_conv(&b, "");
+  b.inits[b.n_inits++] = tensor_i64(&b, "k", 1, (int64_t[]){0});
+  nodev(&b, "Gather", "gf", "y,k", "z");
+  import_fails(write_model(&b, "gf.onnx", 13, 0), "node 'gf' (Gather): Gather of a float tensor is not supported");
+  mb_free(&b);
+}
+
 static void import_fails(const char *path, const char *want) {
   temper_graph *g = NULL;
   diag d = {0};
@@ -582,18 +639,21 @@ static void check_against_pytorch(const char *dir, const char *name) {
 /* ResNet-18, and regnet_y_400mf: its grouped convs (104 channels, 13
  * groups) after convs once read past a 12-wide channel block (issue 15);
  * mobilenet_v3_small (HardSigmoid: hard swish and squeeze-excite) and
- * mnasnet1_0 (ReduceMean as its global pool) */
+ * mnasnet1_0 (ReduceMean as its global pool), shufflenet_v2_x1_0 (the
+ * channel shuffle: Reshape → Transpose → Reshape, Slice, and the Shape →
+ * Gather → arithmetic chains folded at import) */
 static void test_torchvision_against_pytorch(void **state) {
   (void)state;
   char dir[256], cmd[1024];
   snprintf(dir, sizeof dir, "/tmp/temper_onnx_models_%d", (int)getpid());
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/export_models.py %s resnet18 regnet_y_400mf mobilenet_v3_small mnasnet1_0 > /dev/null 2>&1",
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/export_models.py %s resnet18 regnet_y_400mf mobilenet_v3_small mnasnet1_0 shufflenet_v2_x1_0 > /dev/null 2>&1",
            TEMPER_SOURCE_DIR, dir);
   assert_int_equal(system(cmd), 0);
   check_against_pytorch(dir, "resnet18");
   check_against_pytorch(dir, "regnet_y_400mf");
   check_against_pytorch(dir, "mobilenet_v3_small");
   check_against_pytorch(dir, "mnasnet1_0");
+  check_against_pytorch(dir, "shufflenet_v2_x1_0");
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   assert_int_equal(system(cmd), 0);
 }
@@ -602,7 +662,7 @@ static void test_torchvision_against_pytorch(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classifier_ops), cmocka_unit_test(test_shape_ops),   cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_activations),
+      cmocka_unit_test(test_activations), cmocka_unit_test(test_shuffle_and_slices),
       cmocka_unit_test(test_external_data),  cmocka_unit_test(test_torchvision_against_pytorch),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
