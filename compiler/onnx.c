@@ -313,6 +313,7 @@ static void set4(attrs_t *a, attr_id id, const int64_t *v) {
 }
 
 static temper_status typed(imp *m, node *n) { return n ? typeinfer_node(m->g, n, m->d) : diag_fail(m->d, TEMPER_ENOMEM, "out of memory"); }
+static temper_status reshape_to(imp *m, node *x, int nd, const int64_t *dims, node **y);
 
 static temper_status conv(imp *m) {
   node *x, *w, *b = NULL;
@@ -399,7 +400,16 @@ static temper_status gemm(imp *m, int matmul) {
     if (m->cur->n_input > 2 && m->cur->input[2][0]) TRY(const_input(m, 2, &cc));
   }
   if (ta) return node_err(m, "transA=1 is not supported");
-  if (a->ty.shape.ndim != 2 || b->ty.shape.ndim != 2) return node_err(m, "only 2-d matrices are supported");
+  /* MatMul of an N-d input by a constant matrix (a linear layer on NHWC):
+   * the leading dimensions flattened into rows, and restored after */
+  shape_t lead = a->ty.shape;
+  if (matmul && a->ty.shape.ndim > 2 && b->ty.shape.ndim == 2) {
+    int64_t rows = 1, K = a->ty.shape.d[a->ty.shape.ndim - 1];
+    for (int i = 0; i + 1 < a->ty.shape.ndim; i++) rows *= a->ty.shape.d[i];
+    TRY(reshape_to(m, a, 2, (int64_t[]){rows, K}, &a));
+  }
+  if (a->ty.shape.ndim != 2 || b->ty.shape.ndim != 2)
+    return node_err(m, "only a 2-d (or N-d) input times a constant 2-d matrix is supported (a batched MatMul of two inputs is not)");
   node *w = dense_weight(m, b, !tb);
   if (!w) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
   node *args[2] = {a, w};
@@ -421,6 +431,10 @@ static temper_status gemm(imp *m, int matmul) {
     y = call(m, OP_ADD, 2, aa);
     TRY(typed(m, y));
   }
+  if (lead.ndim > 2) {
+    lead.d[lead.ndim - 1] = y->ty.shape.d[1];
+    TRY(reshape_to(m, y, lead.ndim, lead.d, &y));
+  }
   return set_out(m, 0, y);
 }
 
@@ -440,10 +454,72 @@ static temper_status unary(imp *m, int op) {
   return set_out(m, 0, y);
 }
 
-/* ReduceMean over the spatial axes of a 4-d tensor (what mnasnet and
- * squeeze-excite blocks export for a global average pool): axes as the
- * attribute (opsets 11–17) or the second input (18) */
-static temper_status reduce_mean(imp *m) {
+/* y = op(x) for the IR ops of one or two arguments, typed */
+static temper_status op1(imp *m, int op, node *x, node **y) {
+  *y = call(m, op, 1, &x);
+  return typed(m, *y);
+}
+static temper_status op2(imp *m, int op, node *x, node *z, node **y) {
+  node *a[2] = {x, z};
+  *y = call(m, op, 2, a);
+  return typed(m, *y);
+}
+static temper_status reshape_to(imp *m, node *x, int nd, const int64_t *dims, node **y) {
+  *y = call(m, OP_RESHAPE, 1, &x);
+  if (!*y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  (*y)->attrs->v[ATTR_NEWSHAPE].n = nd;
+  for (int i = 0; i < nd; i++) (*y)->attrs->v[ATTR_NEWSHAPE].i[i] = dims[i];
+  return typed(m, *y);
+}
+
+enum { RED_MEAN, RED_SUM, RED_MAX };
+
+/* A reduction over any axes (mask: bit i for axis i) with the global pools:
+ * the kept axes first and the reduced ones last (a transpose if they are not
+ * already), reshaped to [1, kept, reduced, 1], pooled over the reduced
+ * "rows", reshaped to the result (keepdims: the reduced axes as 1). Over the
+ * spatial axes of a 4-d tensor the pool applies directly. */
+static temper_status reduce_nodes(imp *m, node *x, int mask, int keep, int kind, node **out) {
+  const shape_t *xs = &x->ty.shape;
+  int nd = xs->ndim, pool = kind == RED_MAX ? OP_GLOBAL_MAX_POOL2D : OP_GLOBAL_AVG_POOL2D;
+  node *y;
+  int64_t kept = 1, red = 1, dims[TEMPER_MAX_DIMS];
+  int nk = 0;
+  for (int i = 0; i < nd; i++)
+    if (mask >> i & 1) red *= xs->d[i];
+    else kept *= xs->d[i], dims[nk++] = xs->d[i];
+  if (nd == 4 && mask == 0xc) TRY(op1(m, pool, x, &y));
+  else {
+    node *t = x;
+    int perm[TEMPER_MAX_DIMS], k = 0, identity = 1;
+    for (int i = 0; i < nd; i++)
+      if (!(mask >> i & 1)) perm[k++] = i;
+    for (int i = 0; i < nd; i++)
+      if (mask >> i & 1) perm[k++] = i;
+    for (int i = 0; i < nd; i++) identity &= perm[i] == i;
+    if (!identity) {
+      t = call(m, OP_TRANSPOSE, 1, &x);
+      if (!t) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+      t->attrs->v[ATTR_AXES].n = nd;
+      for (int i = 0; i < nd; i++) t->attrs->v[ATTR_AXES].i[i] = perm[i];
+      TRY(typed(m, t));
+    }
+    TRY(reshape_to(m, t, 4, (int64_t[]){1, kept, red, 1}, &t));
+    TRY(op1(m, pool, t, &y));
+  }
+  if (kind == RED_SUM) TRY(op2(m, OP_MULTIPLY, y, scalar(m, (float)red), &y));
+  if (keep) {
+    for (int i = 0; i < nd; i++) dims[i] = mask >> i & 1 ? 1 : xs->d[i];
+    nk = nd;
+  }
+  if (!nk) dims[nk++] = 1;   /* every axis reduced, keepdims=0: one value (as a 1-d tensor) */
+  if (nd == 4 && mask == 0xc && keep) { *out = y; return TEMPER_OK; }
+  return reshape_to(m, y, nk, dims, out);
+}
+
+/* ReduceMean / ReduceSum / ReduceMax: axes an attribute (opsets 11–17; 13+
+ * for ReduceSum) or the second input; none: every axis */
+static temper_status reduce(imp *m, int kind) {
   node *x, *y;
   TRY(input(m, 0, &x));
   int64_t keep, axes[8];
@@ -465,15 +541,63 @@ static temper_status reduce_mean(imp *m) {
     if (ax < 0 || ax >= nd) return node_err(m, "axis %lld out of range for a %d-d input", (long long)axes[i], nd);
     mask |= 1 << ax;
   }
-  if (nd != 4 || mask != 0xc)
-    return node_err(m, "ReduceMean over %s is not supported: only over the spatial axes (2, 3) of a 4-d tensor",
-                    n_axes ? "these axes" : "all axes");
-  y = call(m, OP_GLOBAL_AVG_POOL2D, 1, &x);
-  TRY(typed(m, y));
-  if (!keep) {
-    y = call(m, OP_BATCH_FLATTEN, 1, &y);
-    TRY(typed(m, y));
-  }
+  int64_t noop = 0;
+  TRY(attr_int(m, "noop_with_empty_axes", 0, &noop));
+  if (!mask && noop) return set_out(m, 0, x);
+  if (!mask) mask = (1 << nd) - 1;
+  TRY(reduce_nodes(m, x, mask, (int)keep, kind, &y));
+  return set_out(m, 0, y);
+}
+
+/* Pow with a constant exponent, as the ops it stands for */
+static temper_status power(imp *m) {
+  node *x, *e, *y;
+  TRY(input(m, 0, &x));
+  TRY(const_input(m, 1, &e));
+  int64_t cnt = shape_numel(&e->ty.shape);
+  if (cnt < 1) return node_err(m, "the exponent is empty");
+  float p = e->data[0];
+  for (int64_t i = 1; i < cnt; i++)
+    if (e->data[i] != p) return node_err(m, "an exponent that varies is not supported (one constant value)");
+  if (p == 1) return set_out(m, 0, x);
+  if (p == 2 || p == 3) {
+    TRY(op2(m, OP_MULTIPLY, x, x, &y));
+    if (p == 3) TRY(op2(m, OP_MULTIPLY, y, x, &y));
+  } else if (p == 0.5f || p == -0.5f) {
+    TRY(op1(m, OP_SQRT, x, &y));
+    if (p < 0) TRY(op2(m, OP_DIVIDE, scalar(m, 1), y, &y));
+  } else if (p == -1) TRY(op2(m, OP_DIVIDE, scalar(m, 1), x, &y));
+  else return node_err(m, "exponent %g is not supported (1, 2, 3, 0.5, -0.5 or -1)", (double)p);
+  return set_out(m, 0, y);
+}
+
+/* LayerNormalization (opset 17) in the ops it stands for: the mean and
+ * variance over the axes from `axis` on */
+static temper_status layer_norm(imp *m) {
+  node *x, *sc, *bias = NULL, *mu, *d, *var, *y;
+  TRY(input(m, 0, &x));
+  TRY(input(m, 1, &sc));
+  if (m->cur->n_input > 2 && m->cur->input[2][0]) TRY(input(m, 2, &bias));
+  int64_t axis, stash;
+  double eps;
+  TRY(attr_int(m, "axis", -1, &axis));
+  TRY(attr_float(m, "epsilon", 1e-5, &eps));
+  TRY(attr_int(m, "stash_type", 1, &stash));
+  for (size_t i = 1; i < m->cur->n_output; i++)
+    if (m->cur->output[i][0]) return node_err(m, "the mean and inverse deviation outputs are not supported (inference)");
+  int nd = x->ty.shape.ndim;
+  if (axis < 0) axis += nd;
+  if (axis < 0 || axis >= nd) return node_err(m, "axis out of range");
+  int mask = ((1 << nd) - 1) & ~((1 << axis) - 1);
+  TRY(reduce_nodes(m, x, mask, 1, RED_MEAN, &mu));
+  TRY(op2(m, OP_SUBTRACT, x, mu, &d));
+  TRY(op2(m, OP_MULTIPLY, d, d, &var));
+  TRY(reduce_nodes(m, var, mask, 1, RED_MEAN, &var));
+  TRY(op2(m, OP_ADD, var, scalar(m, (float)eps), &var));
+  TRY(op1(m, OP_SQRT, var, &var));
+  TRY(op2(m, OP_DIVIDE, d, var, &y));
+  TRY(op2(m, OP_MULTIPLY, y, sc, &y));
+  if (bias) TRY(op2(m, OP_ADD, y, bias, &y));
   return set_out(m, 0, y);
 }
 
@@ -690,7 +814,11 @@ static temper_status import_node(imp *m) {
       {"Tanh", OP_TANH}, {"Erf", OP_ERF}, {"Exp", OP_EXP}, {"Sqrt", OP_SQRT}};
   for (size_t i = 0; i < sizeof unaries / sizeof unaries[0]; i++)
     if (!strcmp(op, unaries[i].name)) return unary(m, unaries[i].op);
-  if (!strcmp(op, "ReduceMean")) return reduce_mean(m);
+  if (!strcmp(op, "ReduceMean")) return reduce(m, RED_MEAN);
+  if (!strcmp(op, "ReduceSum")) return reduce(m, RED_SUM);
+  if (!strcmp(op, "ReduceMax")) return reduce(m, RED_MAX);
+  if (!strcmp(op, "Pow")) return power(m);
+  if (!strcmp(op, "LayerNormalization")) return layer_norm(m);
   if (!strcmp(op, "Relu") || !strcmp(op, "Sigmoid")) {
     TRY(input(m, 0, &x));
     y = call(m, !strcmp(op, "Relu") ? OP_RELU : OP_SIGMOID, 1, &x);
@@ -874,7 +1002,8 @@ static const char *const supported[] = {"Conv", "BatchNormalization", "Relu", "C
                                         "MaxPool", "AveragePool", "GlobalAveragePool", "Flatten", "Reshape", "Gemm", "MatMul",
                                         "Concat", "Softmax", "Dropout", "Constant", "Identity", "Pad", "HardSigmoid",
                                         "HardSwish", "LeakyRelu", "Tanh", "Erf", "Exp", "Sqrt", "ReduceMean", "PRelu", "GlobalMaxPool", "Squeeze", "Unsqueeze", "Transpose",
-                                        "Slice", "Split", "Shape", "Gather", "Cast", NULL};
+                                        "Slice", "Split", "Shape", "Gather", "Cast", "ReduceSum", "ReduceMax", "Pow",
+                                        "LayerNormalization", NULL};
 
 static int is_supported(const char *op) {
   for (int i = 0; supported[i]; i++)
