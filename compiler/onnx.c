@@ -583,8 +583,6 @@ static temper_status layer_norm(imp *m) {
   TRY(attr_int(m, "axis", -1, &axis));
   TRY(attr_float(m, "epsilon", 1e-5, &eps));
   TRY(attr_int(m, "stash_type", 1, &stash));
-  for (size_t i = 1; i < m->cur->n_output; i++)
-    if (m->cur->output[i][0]) return node_err(m, "the mean and inverse deviation outputs are not supported (inference)");
   int nd = x->ty.shape.ndim;
   if (axis < 0) axis += nd;
   if (axis < 0 || axis >= nd) return node_err(m, "axis out of range");
@@ -598,6 +596,12 @@ static temper_status layer_norm(imp *m) {
   TRY(op2(m, OP_DIVIDE, d, var, &y));
   TRY(op2(m, OP_MULTIPLY, y, sc, &y));
   if (bias) TRY(op2(m, OP_ADD, y, bias, &y));
+  if (m->cur->n_output > 1 && m->cur->output[1][0]) TRY(set_out(m, 1, mu));   /* the mean, and 1 / the deviation */
+  if (m->cur->n_output > 2 && m->cur->output[2][0]) {
+    node *inv;
+    TRY(op2(m, OP_DIVIDE, scalar(m, 1), var, &inv));
+    TRY(set_out(m, 2, inv));
+  }
   return set_out(m, 0, y);
 }
 
@@ -1011,6 +1015,24 @@ static int is_supported(const char *op) {
   return 0;
 }
 
+/* The opset from which temper reads each op: a model of an older opset is
+ * read where the definitions of its ops did not change since (in what
+ * temper reads) */
+static const struct { const char *op; int since; } op_since[] = {
+    {"Conv", 1}, {"BatchNormalization", 9}, {"Relu", 6}, {"Clip", 6}, {"Add", 7}, {"Sub", 7}, {"Mul", 7}, {"Div", 7},
+    {"Sigmoid", 6}, {"MaxPool", 8}, {"AveragePool", 7}, {"GlobalAveragePool", 1}, {"GlobalMaxPool", 1}, {"Flatten", 1},
+    {"Reshape", 5}, {"Gemm", 7}, {"MatMul", 1}, {"Concat", 4}, {"Softmax", 1}, {"Dropout", 7}, {"Constant", 9},
+    {"Identity", 1}, {"Pad", 11}, {"HardSigmoid", 6}, {"HardSwish", 14}, {"LeakyRelu", 6}, {"Tanh", 6}, {"Erf", 9},
+    {"Exp", 6}, {"Sqrt", 6}, {"ReduceMean", 1}, {"ReduceSum", 1}, {"ReduceMax", 1}, {"PRelu", 7}, {"Pow", 7},
+    {"Squeeze", 1}, {"Unsqueeze", 1}, {"Transpose", 1}, {"Slice", 10}, {"Split", 2}, {"Shape", 1}, {"Gather", 1},
+    {"Cast", 6}, {"LayerNormalization", 17}, {NULL, 0}};
+
+static int read_since(const char *op) {
+  for (int i = 0; op_since[i].op; i++)
+    if (!strcmp(op_since[i].op, op)) return op_since[i].since;
+  return 0;
+}
+
 /* one message listing every unsupported op type, each with its count and
  * its first nodes' names; every type is named however many there are (the
  * names go first when the message would not fit) */
@@ -1054,9 +1076,17 @@ static temper_status import_graph(imp *m, const Onnx__ModelProto *mp) {
     const char *dom = mp->opset_import[i]->domain;
     if (!dom || !dom[0] || !strcmp(dom, "ai.onnx")) m->opset = (int)mp->opset_import[i]->version;
   }
-  if (m->opset < 11 || m->opset > 18)
+  if (m->opset < 1 || m->opset > 18)
     return diag_fail(m->d, TEMPER_EUNSUPPORTED, "%s: opset %d is not supported (temper reads opsets 11 to 18)", m->path, m->opset);
   TRY(check_ops(m, gp));
+  for (size_t i = 0; m->opset < 11 && i < gp->n_node; i++) {   /* older: only ops that read the same since */
+    const char *op = gp->node[i]->op_type ? gp->node[i]->op_type : "";
+    if (read_since(op) > m->opset)
+      return diag_fail(m->d, TEMPER_EUNSUPPORTED,
+                       "%s: opset %d is not supported for %s (temper reads opsets 11 to 18, and older ones where an op's "
+                       "definition did not change since: %s from opset %d)",
+                       m->path, m->opset, op, op, read_since(op));
+  }
   for (size_t i = 0; i < gp->n_initializer; i++) {
     value *v = define(m, gp->initializer[i]->name ? gp->initializer[i]->name : "");
     if (!v) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
