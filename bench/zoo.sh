@@ -6,8 +6,9 @@
 # whether the top five classes agree.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-models=${*:-alexnet vgg11 squeezenet1_0 densenet121 googlenet inception_v3 shufflenet_v2_x1_0 mobilenet_v2 mobilenet_v3_small
-  mobilenet_v3_large mnasnet1_0 efficientnet_b0 regnet_y_400mf convnext_tiny resnet18 resnet50 resnext50_32x4d wide_resnet50_2}
+models=${*:-alexnet vgg11 vgg16_bn squeezenet1_0 squeezenet1_1 densenet121 densenet169 googlenet inception_v3 shufflenet_v2_x0_5
+  shufflenet_v2_x1_0 mobilenet_v2 mobilenet_v3_small mobilenet_v3_large mnasnet0_5 mnasnet1_0 efficientnet_b0 efficientnet_b3
+  efficientnet_v2_s regnet_x_400mf regnet_y_400mf regnet_y_1_6gf convnext_tiny resnet18 resnet50 resnext50_32x4d wide_resnet50_2}
 out=${ZOO_DIR:-/tmp/temper-zoo}
 mkdir -p "$out"
 for m in $models; do

@@ -399,7 +399,12 @@ static temper_status gemm(imp *m, int matmul) {
     TRY(attr_float(m, "beta", 1, &beta));
     if (m->cur->n_input > 2 && m->cur->input[2][0]) TRY(const_input(m, 2, &cc));
   }
-  if (ta) return node_err(m, "transA=1 is not supported");
+  if (ta) {   /* Aᵀ: a transpose of the input */
+    if (a->ty.shape.ndim != 2) return node_err(m, "transA=1 needs a 2-d input");
+    node *t = call(m, OP_TRANSPOSE, 1, &a);
+    TRY(typed(m, t));
+    a = t;
+  }
   /* MatMul of an N-d input by a constant matrix (a linear layer on NHWC):
    * the leading dimensions flattened into rows, and restored after */
   shape_t lead = a->ty.shape;
