@@ -522,6 +522,23 @@ static temper_status reduce_nodes(imp *m, node *x, int mask, int keep, int kind,
   return reshape_to(m, y, nk, dims, out);
 }
 
+/* the 'axes' of a node: an attribute (older opsets) or the second input
+ * (newer); at most 8; none given: *n = 0 */
+static temper_status read_axes(imp *m, int64_t *axes, int *n) {
+  *n = 0;
+  const Onnx__AttributeProto *a = attr(m->cur, "axes");
+  if (a) {
+    if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || a->n_ints > 8) return node_err(m, "attribute 'axes' must be at most 8 ints");
+    for (size_t i = 0; i < a->n_ints; i++) axes[(*n)++] = a->ints[i];
+  } else if (m->cur->n_input > 1 && m->cur->input[1][0]) {
+    value *v;
+    TRY(ints_input(m, 1, &v));
+    if (v->n_ints > 8) return node_err(m, "input 'axes' must have at most 8 values");
+    for (int i = 0; i < v->n_ints; i++) axes[(*n)++] = v->ints[i];
+  }
+  return TEMPER_OK;
+}
+
 /* ReduceMean / ReduceSum / ReduceMax: axes an attribute (opsets 11–17; 13+
  * for ReduceSum) or the second input; none: every axis */
 static temper_status reduce(imp *m, int kind) {
@@ -530,16 +547,7 @@ static temper_status reduce(imp *m, int kind) {
   int64_t keep, axes[8];
   int n_axes = 0;
   TRY(attr_int(m, "keepdims", 1, &keep));
-  const Onnx__AttributeProto *a = attr(m->cur, "axes");
-  if (a) {
-    if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || a->n_ints > 8) return node_err(m, "attribute 'axes' must be at most 8 ints");
-    for (size_t i = 0; i < a->n_ints; i++) axes[n_axes++] = a->ints[i];
-  } else if (m->cur->n_input > 1 && m->cur->input[1][0]) {
-    value *v;
-    TRY(ints_input(m, 1, &v));
-    if (v->n_ints > 8) return node_err(m, "input 'axes' must have at most 8 values");
-    for (int i = 0; i < v->n_ints; i++) axes[n_axes++] = v->ints[i];
-  }
+  TRY(read_axes(m, axes, &n_axes));
   int nd = x->ty.shape.ndim, mask = 0;
   for (int i = 0; i < n_axes; i++) {
     int64_t ax = axes[i] < 0 ? axes[i] + nd : axes[i];
@@ -617,16 +625,8 @@ static temper_status squeeze(imp *m, int unsqueeze) {
   TRY(input(m, 0, &x));
   int64_t axes[8];
   int n_axes = 0;
-  const Onnx__AttributeProto *a = attr(m->cur, "axes");
-  if (a) {
-    if (a->type != ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS || a->n_ints > 8) return node_err(m, "attribute 'axes' must be at most 8 ints");
-    for (size_t i = 0; i < a->n_ints; i++) axes[n_axes++] = a->ints[i];
-  } else if (m->cur->n_input > 1 && m->cur->input[1][0]) {
-    value *v;
-    TRY(ints_input(m, 1, &v));
-    if (v->n_ints > 8) return node_err(m, "input 'axes' must have at most 8 values");
-    for (int i = 0; i < v->n_ints; i++) axes[n_axes++] = v->ints[i];
-  } else if (unsqueeze) return node_err(m, "axes are required");
+  TRY(read_axes(m, axes, &n_axes));
+  if (!n_axes && unsqueeze) return node_err(m, "axes are required");
   const shape_t *xs = &x->ty.shape;
   int out_nd = unsqueeze ? xs->ndim + n_axes : xs->ndim;
   if (out_nd > TEMPER_MAX_DIMS) return node_err(m, "the result would have %d dimensions (at most %d)", out_nd, TEMPER_MAX_DIMS);
