@@ -709,15 +709,16 @@ static void test_torchvision_against_pytorch(void **state) {
   (void)state;
   char dir[256], cmd[1024];
   snprintf(dir, sizeof dir, "/tmp/temper_onnx_models_%d", (int)getpid());
-  snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/export_models.py %s resnet18 regnet_y_400mf mobilenet_v3_small mnasnet1_0 shufflenet_v2_x1_0 convnext_tiny > /dev/null 2>&1",
-           TEMPER_SOURCE_DIR, dir);
+#ifdef TEMPER_SANITIZED   /* the sanitizers look at the importer's memory: the small models of each family suffice */
+  static const char *const models[] = {"mobilenet_v3_small", "shufflenet_v2_x1_0"};
+#else
+  static const char *const models[] = {"resnet18", "regnet_y_400mf", "mobilenet_v3_small", "mnasnet1_0", "shufflenet_v2_x1_0", "convnext_tiny"};
+#endif
+  int k = snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/scripts/export_models.py %s", TEMPER_SOURCE_DIR, dir);
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) k += snprintf(cmd + k, sizeof cmd - (size_t)k, " %s", models[i]);
+  snprintf(cmd + k, sizeof cmd - (size_t)k, " > /dev/null 2>&1");
   assert_int_equal(system(cmd), 0);
-  check_against_pytorch(dir, "resnet18");
-  check_against_pytorch(dir, "regnet_y_400mf");
-  check_against_pytorch(dir, "mobilenet_v3_small");
-  check_against_pytorch(dir, "mnasnet1_0");
-  check_against_pytorch(dir, "shufflenet_v2_x1_0");
-  check_against_pytorch(dir, "convnext_tiny");
+  for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_against_pytorch(dir, models[i]);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   assert_int_equal(system(cmd), 0);
 }
