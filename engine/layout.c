@@ -67,7 +67,7 @@ static node *to_block(temper_graph *g, alter *a, node *v, int b) {
   return t;
 }
 
-static int is_unary(int op) { return ops_table[op].pat == PAT_ELEMWISE && ops_table[op].max_args == 1; }
+static int is_unary(int op) { return op >= 0 && ops_table[op].pat == PAT_ELEMWISE && ops_table[op].max_args == 1; }
 static int is_binary(int op) { return op == OP_ADD || op == OP_SUBTRACT || op == OP_MULTIPLY || op == OP_DIVIDE || op == OP_PRELU; }
 
 /* channels of a per-channel operand of an NCHW activation ([C,1,1], [1,C,1,1]), else 0 */
