@@ -44,6 +44,8 @@ int cmd_refine(int argc, char **argv) {
   printf("refined in %.0f s: %d of %d workloads changed; the model runs %.3f ms against %.3f ms with the records' choice "
          "(%+.2f%%, won %d of %d pairs)\n", r.seconds, r.changed, r.workloads, r.refined_s * 1e3, r.base_s * 1e3, r.rel * 100,
          r.wins, r.pairs);
+  printf("timed %d alternatives; skipped %d whose workload's share of the model bounds the gain under --min-gain; stopped %d "
+         "comparisons once the candidate could no longer win\n", r.tried, r.pruned, r.stopped_early);
   if (r.changed && !r.stored) printf("not kept: together the changes did not beat the records' choice\n");
   printf("%s: %d choice%s for this model at %d thread%s (temper build and temper run --db use them)\n", o.db, r.stored,
          r.stored == 1 ? "" : "s", o.threads, o.threads > 1 ? "s" : "");

@@ -62,16 +62,28 @@ static double time_once(exec *x) {
   return data_now() - t0;
 }
 
-/* base and candidate alternately, the order swapped every pair */
-static void compare(exec *base, exec *cand, int pairs, paired_result *r) {
+/* base and candidate alternately, the order swapped every pair. A
+ * sequential stop (early): a candidate must win 60 % of the pairs
+ * (tune_paired_better), so once it has lost more than 40 % of `pairs` it
+ * cannot pass whatever the rest show, and the timing stops there; *stopped
+ * says so. */
+static void compare(exec *base, exec *cand, int pairs, int early, paired_result *r, int *stopped) {
   double *tb = calloc((size_t)pairs, sizeof(double)), *tc = calloc((size_t)pairs, sizeof(double));
+  if (stopped) *stopped = 0;
   if (!tb || !tc) { free(tb), free(tc); *r = (paired_result){0}; return; }
   exec_run(base), exec_run(cand);
-  for (int p = 0; p < pairs; p++) {
+  int p = 0, lost = 0;
+  for (; p < pairs; p++) {
     if (p % 2 == 0) tb[p] = time_once(base), tc[p] = time_once(cand);
     else tc[p] = time_once(cand), tb[p] = time_once(base);
+    lost += tc[p] >= tb[p];
+    if (early && lost * 10 > pairs * 4) {   /* wins ≤ pairs − lost < 60 %: decided */
+      p++;
+      if (stopped) *stopped = 1;
+      break;
+    }
   }
-  tune_paired_compare(tb, tc, pairs, r);
+  tune_paired_compare(tb, tc, p, r);   /* stopped: wins < 60 % of the pairs timed too, a loss */
   free(tb), free(tc);
 }
 
@@ -96,11 +108,11 @@ static int by_time_desc(const void *a, const void *b) {
 
 /* the candidate against the base, twice: both runs must find it faster by
  * min_gain in most pairs (a winner of one noisy run is often a fluke) */
-static int confirmed_better(exec *base, exec *cand, const refine_opts *o, paired_result *r) {
-  compare(base, cand, o->pairs, r);
+static int confirmed_better(exec *base, exec *cand, const refine_opts *o, paired_result *r, int *stopped) {
+  compare(base, cand, o->pairs, o->min_gain >= 0, r, stopped);
   if (!tune_paired_better(r, o->min_gain)) return 0;
   paired_result again;
-  compare(base, cand, o->pairs, &again);
+  compare(base, cand, o->pairs, o->min_gain >= 0, &again, NULL);
   int ok = tune_paired_better(&again, o->min_gain);
   r->gain_s = (r->gain_s + again.gain_s) / 2;
   r->rel = (r->rel + again.rel) / 2;
@@ -159,26 +171,37 @@ temper_status refine_run(const refine_opts *o, refine_result *res, diag *d) {
   /* the program every alternative is compared against: the current choice */
   pipeline_opts pa = {.vec = e->target.vec, .choose = assign_choose, .ctx = cur};
   if ((s = variant_build(o, e, pool, &pa, NULL, &base, d))) goto out;
-  double t0 = data_now();
+  double t0 = data_now(), model_s = 0;
+  for (int i = 0; i < n; i++) model_s += ord[i].t;
   for (int k = 0; k < n; k++) {
     int w = ord[k].i;
     chooser_entry ce;
     db_chooser_get(dc, w, &ce);
+    /* A workload cannot save more than its own time and the layout
+     * transforms beside it, bounded here by twice its time in the model:
+     * if that is under the least gain kept, none of its alternatives can
+     * win, and they are not timed */
+    if (o->min_gain > 0 && ce.n_alt && 2 * ord[k].t < o->min_gain * model_s) {
+      res->pruned += ce.n_alt;
+      continue;
+    }
     for (int a = 0; a < ce.n_alt; a++) {
       *next = *cur;
       str_copy(next->cfg[w], sizeof next->cfg[0], ce.alt[a]);
       pipeline_opts pn = {.vec = e->target.vec, .choose = assign_choose, .ctx = next};
       if ((s = variant_build(o, e, pool, &pn, NULL, &cand, d))) goto out;
       paired_result r;
-      int better = confirmed_better(base.x, cand.x, o, &r);
+      int stopped = 0;
+      int better = confirmed_better(base.x, cand.x, o, &r, &stopped);
+      res->stopped_early += stopped;
       double worst;
       if (!same_outputs(base.x, cand.x, &worst)) {   /* never keep a program that computes something else */
         fprintf(log, "%s with %s: the model's output differs from the current choice's by %.3g (relative): skipped\n", ce.key,
                 ce.alt[a], worst);
         better = 0;
       }
-      fprintf(log, "%-62.62s %s %+7.3f ms (%+.2f%%, won %d of %d pairs) %s\n", ce.key, better ? "kept" : "    ", -r.gain_s * 1e3,
-              -r.rel * 100, r.wins, r.n, ce.alt[a]);
+      fprintf(log, "%-62.62s %s %+7.3f ms (%+.2f%%, won %d of %d pairs%s) %s\n", ce.key, better ? "kept" : "    ", -r.gain_s * 1e3,
+              -r.rel * 100, r.wins, r.n, stopped ? ", stopped: it could no longer win" : "", ce.alt[a]);
       fflush(log);
       res->tried++;
       if (!better) {
@@ -205,7 +228,7 @@ temper_status refine_run(const refine_opts *o, refine_result *res, diag *d) {
     }
   }
   paired_result tot;
-  compare(orig.x, base.x, o->pairs * 2, &tot);
+  compare(orig.x, base.x, o->pairs * 2, 0, &tot, NULL);
   res->workloads = n;
   res->changed = n_kept;
   res->seconds = data_now() - t0;

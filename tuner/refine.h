@@ -25,6 +25,8 @@ typedef struct refine_result {
   double rel;               /* refined against base, relative (negative: faster) */
   int wins, pairs;          /* of the final paired comparison */
   double seconds;           /* the search's time */
+  int pruned;               /* alternatives not timed: their workload's share bounds the gain under min_gain */
+  int stopped_early;        /* comparisons stopped once the candidate could no longer win */
 } refine_result;
 
 /* refine_run: times the model with each workload's strongest alternatives
