@@ -550,7 +550,7 @@ static temper_status flush_spool(temper_db *db) {
     if (db_has_record(db, &db->spool[k])) continue;
     if ((s = insert_record(db, &db->spool[k]))) break;
   }
-  memmove(db->spool, db->spool + k, sizeof *db->spool * (size_t)(db->n_spool - k));
+  if (k && k < db->n_spool) memmove(db->spool, db->spool + k, sizeof *db->spool * (size_t)(db->n_spool - k));
   db->n_spool -= k;
   return s;
 }

@@ -141,7 +141,7 @@ static int by_time(const void *a, const void *b) {
 /* best, errors, convergence: the best of the first half of the trials
  * within 2 % of the best of all (at least 16 trials to say) */
 static void derive(rtask *t) {
-  qsort(t->r, (size_t)t->n, sizeof *t->r, by_time);
+  if (t->n) qsort(t->r, (size_t)t->n, sizeof *t->r, by_time);   /* a task without records has no array */
   double half_best = INFINITY;
   for (int i = 0; i < t->n; i++) {
     const rrec *r = &t->r[i];
