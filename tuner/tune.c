@@ -677,8 +677,8 @@ static temper_status save_pending(tuner *tu, const db_target *tg, const tune_tas
   if (!f || k < db_pending(tu->db))
     return diag_fail(d, TEMPER_EDB, "%s; %d measurements could not be saved to %s either: they are lost", db_errmsg(tu->db),
                      db_pending(tu->db), path);
-  return diag_fail(d, TEMPER_EDB, "%s; its %d unwritten measurements are saved in %s: `temper db import %s --db URL` adds them",
-                   db_errmsg(tu->db), k, path, path);
+  return diag_fail(d, TEMPER_EDB, "%s; its %d unwritten measurements are saved in %s: `temper db import '%s' %s` adds them",
+                   db_errmsg(tu->db), k, path, db_where(tu->db), path);
 }
 
 temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *o, const char *command,

@@ -273,6 +273,50 @@ static void test_server_restart_mid_run(void **state) {
   for (int i = 0; i < N_TASKS; i++) assert_int_equal(c.records[i], TRIALS);
 }
 
+/* the server gone for good: the tuner measures on, waits for it as long as
+ * it is told, then saves what it could not write to a log in its working
+ * directory, says so, and the log imports once the server is back */
+static void test_server_never_returns(void **state) {
+  (void)state;
+  const char *w = fresh("team_gone");
+  char url[1024];
+  snprintf(url, sizeof url, "%s", w);
+  pid_t a = fork();
+  if (!a) {
+    if (chdir(dir)) _exit(3);
+    tune_task t[N_TASKS];
+    make_tasks(t);
+    temper_db *db = NULL;
+    char err[512];
+    if (temper_db_open(url, tune_db_versions(), &db, err, sizeof err)) _exit(1);
+    db_set_wait(db, 1);   /* a second, not ten minutes */
+    int ms = 10;
+    tune_opts o = {.trials = TRIALS, .search = SEARCH_RANDOM, .seed = 5, .m = {.threads = 1, .repeat = 3}, .measure = slow_fake,
+                   .measure_ctx = &ms, .lease_s = 30};
+    tune_task_result r[N_TASKS];
+    diag d = {0};
+    temper_status s = tune_run(db, t, 1, &o, "gone", r, &d);   /* one task: the server goes during it */
+    fprintf(stderr, "%s\n", d.msg);
+    temper_db_close(db);
+    _exit(s == TEMPER_EDB && strstr(d.msg, "temper-unwritten-") ? 0 : 2);
+  }
+  for (int i = 0; i < 400 && records_of(w) < 4; i++) usleep(10000);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s stop -m fast >/dev/null 2>&1", getenv("TEMPER_TEST_PG_CTL"));
+  assert_int_equal(system(cmd), 0);
+  int st;
+  assert_int_equal(waitpid(a, &st, 0), a);
+  snprintf(cmd, sizeof cmd, "%s start >/dev/null 2>&1", getenv("TEMPER_TEST_PG_CTL"));
+  assert_int_equal(system(cmd), 0);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  int before = records_of(w);
+  assert_true(before < TRIALS);
+  expect(sh("%s db import '%s' %s/temper-unwritten-%d.jsonl", T, url, dir, (int)a), 0, "imported");
+  census c = take_census(w);
+  assert_int_equal(c.records[0], TRIALS);   /* nothing lost */
+  assert_int_equal(c.dups, 0);
+}
+
 /* records move between the backends byte-stable, and both build the same
  * library */
 static void test_build_equals_sqlite_copy(void **state) {
@@ -350,7 +394,7 @@ int main(void) {
       cmocka_unit_test(test_stop_releases_leases), cmocka_unit_test(test_ctrl_c),
   };
   const struct CMUnitTest pg_only[] = {
-      cmocka_unit_test(test_server_restart_mid_run),
+      cmocka_unit_test(test_server_restart_mid_run), cmocka_unit_test(test_server_never_returns),
       cmocka_unit_test(test_build_equals_sqlite_copy), cmocka_unit_test(test_unreachable_server),
       cmocka_unit_test(test_docs_recipe),
   };
