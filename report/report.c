@@ -54,7 +54,6 @@ typedef struct gather {
   int n_model_tasks;
   db_target_row *targets;
   int n_targets;
-  int oom;
 } gather;
 
 static double iso_time(const char *s) {
@@ -175,7 +174,6 @@ static void short_label(const char *key, char *out, size_t n) {
 typedef struct page {
   strbuf b;
   const report_opts *o;
-  int n_svg;
 } page;
 
 /* a plot just written (from `from` in the page) also as DIR/NAME.svg */
@@ -188,7 +186,6 @@ static void save_svg(page *pg, size_t from, const char *name) {
   fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
   fwrite(pg->b.s + from, 1, pg->b.len - from, f);
   fclose(f);
-  pg->n_svg++;
 }
 
 static void h(page *pg, const char *tag, const char *text) {
