@@ -35,6 +35,10 @@ struct lexpr {
   lexpr *a, *b, *c;   /* operands; LX_LOAD: a = element index of lane 0 */
   int64_t stride;     /* LX_LOAD: lane stride */
   lexpr *limit;       /* LX_LOAD: lanes >= limit read 0 (NULL: all lanes) */
+  /* lf_simplify's memo: the node's result and integer range in scope `gen` */
+  lexpr *simp;
+  int simp_gen, range_gen, range_known;
+  int64_t range_lo, range_hi;
 };
 
 typedef enum ls_kind { LS_FOR, LS_SEQ, LS_LET, LS_DECL, LS_SET, LS_STORE, LS_IF, LS_PREFETCH, LS_PREFETCH_NEXT } ls_kind;
@@ -122,6 +126,11 @@ int ls_first_var(lfunc *f, lstmt *loop, const char *name);
 lstmt *ls_add(lfunc *f, lstmt *seq, lstmt *s);  /* appends to a SEQ / FOR; returns s */
 lstmt *ls_then(lstmt *s);
 lstmt *ls_else(lstmt *s);
+
+/* Integer index arithmetic simplified with the ranges of the loops and lets
+ * around it (lsimplify.c): a composed reshape's / and % by constants, a
+ * concatenate's clamps and selects decided where the ranges tell. */
+void lf_simplify(lfunc *f);
 
 /* Printed form for `temper lower --loops`; malloc'd. */
 char *lf_print(const lfunc *f);

@@ -321,6 +321,7 @@ temper_status sched_lower_as(const node *fn, int vec, const sched_config *cfg, c
   else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);
   else if (!m && pick == SCHED_BEST && sched_is_layout_copy(fn)) s = sched_layout_copy(&p, vec, d);
   else s = sched_generic(&p, d);
+  if (s == TEMPER_OK) lf_simplify(p.f);
   if (s == TEMPER_OK && p.f->a.failed) s = diag_fail(d, TEMPER_ENOMEM, "out of memory building loops");
   if (s == TEMPER_OK && d->status) s = d->status;
   if (s) { lf_free(p.f); return s; }

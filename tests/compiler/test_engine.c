@@ -2,6 +2,8 @@
  * through lower and the executor; the two-complex-ops error; the kernel
  * cache; every op against the reference interpreter on odd shapes. */
 #include <math.h>
+#include <stdint.h>
+#include "codegen.h"
 #include "engine.h"
 #include "helpers.h"
 #include "schedules.h"
@@ -316,6 +318,63 @@ static void test_parallel_split(void **state) {
   }
 }
 
+
+static uint32_t f2u(float x) {
+  uint32_t u;
+  memcpy(&u, &x, 4);
+  return u;
+}
+
+/* distance in units in the last place between two finite floats of one sign */
+static int64_t ulps(float a, float b) { return llabs((int64_t)f2u(a) - (int64_t)f2u(b)); }
+
+/* codegen's inline e^x (vector and scalar) against libm's expf: within 2
+ * ulp wherever the result is normal, within 2 of the smallest denormal
+ * below that, 0 and ∞ where expf gives them, NaN for NaN */
+static void test_exp_against_libm(void **state) {
+  (void)state;
+  enum { N = 1 << 16, NS = 8 };
+  static float in[N], out[N], sout[N];
+  const float special[NS] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 88.72283f, 88.7229f, -103.9721f};
+  for (int i = 0; i < NS; i++) in[i] = special[i];
+  for (int i = NS; i < N; i++) in[i] = -110.0f + 200.0f * (float)(i - NS) / (float)(N - NS);
+  lfunc *f = lf_new("exp_test", 16);
+  int bi = lf_buf(f, "in", N), bo = lf_buf(f, "out", N), bs = lf_buf(f, "sout", N);
+  int v = lf_var(f, "i"), w = lf_var(f, "j");
+  lstmt *lv = ls_add(f, f->body, ls_for(f, v, lx_int(f, 0), lx_int(f, N / 16), LOOP_SERIAL));
+  lexpr *at = lx_mul(f, lx_var(f, v), lx_int(f, 16));
+  ls_add(f, lv, ls_store(f, bo, at, lx_un(f, LO_EXP, lx_load(f, bi, at, 16, 1, NULL)), 1, NULL));
+  lstmt *lw = ls_add(f, f->body, ls_for(f, w, lx_int(f, 0), lx_int(f, N), LOOP_SERIAL));
+  ls_add(f, lw, ls_store(f, bs, lx_var(f, w), lx_un(f, LO_EXP, lx_load(f, bi, lx_var(f, w), 1, 1, NULL)), 1, NULL));
+  diag d = {0};
+  cg_jit *j = NULL;
+  temper_kernel_fn fn = NULL;
+  assert_int_equal(cg_jit_create(&j, &engine->target, &d), TEMPER_OK);
+  assert_int_equal(cg_jit_add(j, &f, 1, &fn, &d), TEMPER_OK);
+  float *args[3] = {in, out, sout};
+  fn(args, NULL);
+  int64_t worst = 0;
+  for (int i = 0; i < N; i++) {
+    float want = expf(in[i]);
+    for (int k = 0; k < 2; k++) {
+      float got = k ? sout[i] : out[i];
+      if (isnan(want)) { assert_true(isnan(got)); continue; }
+      if (isinf(want) || want == 0) {
+        if (got != want) fail_msg("exp(%.9g) = %.9g, libm %.9g", (double)in[i], (double)got, (double)want);
+        continue;
+      }
+      int64_t u = ulps(got, want);
+      if (want >= 1.17549435e-38f) {
+        if (u > 2) fail_msg("exp(%.9g) = %.9g, libm %.9g: %lld ulp", (double)in[i], (double)got, (double)want, (long long)u);
+        if (u > worst) worst = u;
+      } else if (u > 2) fail_msg("exp(%.9g) = %.9g (denormal), libm %.9g", (double)in[i], (double)got, (double)want);
+    }
+  }
+  print_message("inline exp: worst %lld ulp over %d points\n", (long long)worst, N);
+  cg_jit_destroy(j);
+  lf_free(f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seed_lower_and_run),
@@ -329,6 +388,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_split),
       cmocka_unit_test(test_layout_transforms),
       cmocka_unit_test(test_winograd_without_schedule_refused),
+      cmocka_unit_test(test_exp_against_libm),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
