@@ -2,7 +2,16 @@
  *   x * reshape(γ / sqrt(σ² + ε)) + reshape(β - μ·scale)
  * with the per-channel vectors reshaped to broadcast along the axis; the
  * constant parts fold away later (fold.c), and the multiply folds into a
- * preceding conv2d's weights. dropout(x).0 becomes x. */
+ * preceding conv2d's weights. dropout(x).0 becomes x.
+ *
+ * And a dense layer over many rows (a linear layer applied at every pixel,
+ * as ConvNeXt's MLPs are: MatMul on NHWC) becomes the 1×1 conv2d it is:
+ *   dense(x[M, K], W[N, K]) = transpose(reshape(conv2d(reshape(transpose(x), [1, K, h, w]),
+ *                                                       reshape(W, [N, K, 1, 1])), [N, M]))
+ * with h·w = M as square as M allows. The conv2d gets the blocked layouts,
+ * the templates and the tuning every conv2d gets; the two transposes are
+ * copies (a few percent of the multiply); dense's own schedule is a dot
+ * product per output, right for one row and slow for thousands. */
 #include <string.h>
 #include "compiler_int.h"
 
@@ -56,6 +65,42 @@ static node *lower_batch_norm(temper_graph *g, node *bn, node **a) {
   return m ? call2(g, OP_ADD, m, sh) : NULL;
 }
 
+enum { DENSE_AS_CONV_ROWS = 16 };
+
+static node *reshaped(temper_graph *g, node *v, int n, const int64_t *dims) {
+  node *r = call1(g, OP_RESHAPE, v);
+  if (!r) return NULL;
+  attr_val *ns = &r->attrs->v[ATTR_NEWSHAPE];
+  ns->n = n;
+  for (int i = 0; i < n; i++) ns->i[i] = dims[i];
+  return r;
+}
+
+static node *transposed(temper_graph *g, node *v) {
+  node *t = v ? call1(g, OP_TRANSPOSE, v) : NULL;
+  if (!t) return NULL;
+  t->attrs->v[ATTR_AXES].n = 2;
+  t->attrs->v[ATTR_AXES].i[0] = 1;
+  t->attrs->v[ATTR_AXES].i[1] = 0;
+  return t;
+}
+
+static node *dense_as_conv(temper_graph *g, const node *n, node **args) {
+  int64_t M = n->args[0]->ty.shape.d[0], K = n->args[0]->ty.shape.d[1], N = n->ty.shape.d[1];
+  int64_t h = 1;
+  for (int64_t i = 1; i * i <= M; i++)
+    if (M % i == 0) h = i;
+  node *x = reshaped(g, transposed(g, args[0]), 4, (int64_t[]){1, K, M / h, h});
+  node *w = reshaped(g, args[1], 4, (int64_t[]){N, K, 1, 1});
+  if (!x || !w) return NULL;
+  node *c = call2(g, OP_CONV2D, x, w);
+  if (!c) return NULL;
+  c->attrs->v[ATTR_CHANNELS].i[0] = N;
+  c->attrs->v[ATTR_KERNEL_SIZE].i[0] = c->attrs->v[ATTR_KERNEL_SIZE].i[1] = 1;
+  c->loc = n->loc;
+  return transposed(g, reshaped(g, c, 2, (int64_t[]){N, M}));
+}
+
 static node *simplify_node(temper_graph *g, node *n, node **args, void *ctx, diag *d) {
   (void)ctx;
   (void)d;
@@ -64,6 +109,9 @@ static node *simplify_node(temper_graph *g, node *n, node **args, void *ctx, dia
     if (t->kind == N_CALL && t->op == OP_DROPOUT) return t->args[0];
     if (t->kind == N_CALL && t->op == OP_BATCH_NORM) return lower_batch_norm(g, t, t->args);
   }
+  if (n->kind == N_CALL && n->op == OP_DENSE && n->ty.kind == TY_TENSOR && n->args[0]->ty.shape.ndim == 2 &&
+      n->args[0]->ty.shape.d[0] >= DENSE_AS_CONV_ROWS)
+    return dense_as_conv(g, n, args);
   return ir_with_args(g, n, args);
 }
 

@@ -178,6 +178,11 @@ static const char *const op_cases[] = {
     "def @main(%x: Tensor[(2, 37), float32], %w: Tensor[(10, 37), float32], %b: Tensor[(10), float32]) {\n"
     "  %0 = nn.dense(%x, %w);\n  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)\n}",
     "def @main(%x: Tensor[(1, 64), float32], %w: Tensor[(3, 64), float32]) { nn.dense(%x, %w, units=3) }",
+    /* dense over many rows: a 1×1 conv2d (simplify.c), rows as square as they factor, or one row of 17 */
+    "def @main(%x: Tensor[(35, 37), float32], %w: Tensor[(10, 37), float32], %b: Tensor[(10), float32]) {\n"
+    "  %0 = nn.dense(%x, %w);\n  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)\n}",
+    "def @main(%x: Tensor[(64, 48), float32], %w: Tensor[(40, 48), float32]) { nn.dense(%x, %w) }",
+    "def @main(%x: Tensor[(17, 20), float32], %w: Tensor[(33, 20), float32]) { sigmoid(nn.dense(%x, %w)) }",
     /* pooling */
     "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.max_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]) }",
     "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]) }",

@@ -23,9 +23,27 @@ static void test_simplify_batch_norm(void **state) {
              "  add(%4, %7)\n}\n",
              simplify);
 }
+
+/* a dense layer over many rows is the 1×1 conv2d it is; over a few rows it stays */
+static void test_simplify_dense_over_rows(void **state) {
+  (void)state;
+  check_pass("def @main(%x: Tensor[(35, 37), float32], %w: Tensor[(10, 37), float32]) {\n  nn.dense(%x, %w)\n}\n",
+             "def @main(%x: Tensor[(35, 37), float32], %w: Tensor[(10, 37), float32]) {\n"
+             "  %0 = transpose(%x, axes=[1, 0]);\n"
+             "  %1 = reshape(%0, newshape=[1, 37, 7, 5]);\n"
+             "  %2 = reshape(%w, newshape=[10, 37, 1, 1]);\n"
+             "  %3 = nn.conv2d(%1, %2, channels=10, kernel_size=[1, 1]);\n"
+             "  %4 = reshape(%3, newshape=[10, 35]);\n"
+             "  transpose(%4, axes=[1, 0])\n}\n",
+             simplify);
+  check_pass("def @main(%x: Tensor[(15, 37), float32], %w: Tensor[(10, 37), float32]) {\n  nn.dense(%x, %w)\n}\n",
+             "def @main(%x: Tensor[(15, 37), float32], %w: Tensor[(10, 37), float32]) {\n  nn.dense(%x, %w)\n}\n",
+             simplify);
+}
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_simplify_batch_norm),
+      cmocka_unit_test(test_simplify_dense_over_rows),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
