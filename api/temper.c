@@ -60,6 +60,8 @@ temper_status temper_program_create(const char *model_path, const temper_data *d
   if (!s && o->check) s = program_reference(&tp->p, &d);
   if (!s) s = engine_create(&tp->e, &d);
   if (!s && o->db && (s = db_chooser_open(o->db, &tp->e->target, threads, 0, &dc, msg, sizeof msg))) diag_fail(&d, s, "%s", msg);
+  if (!s && dc && !o->no_pretuned && (s = db_chooser_use_pretuned(dc, db_chooser_pretuned_default(), msg, sizeof msg)))
+    diag_fail(&d, s, "%s", msg);
   if (!s && dc) s = db_chooser_set_model(dc, tp->p.g, &d);
   pipeline_opts po = {.vec = tp->e ? tp->e->target.vec : 16, .choose = dc ? db_chooser_choose : NULL, .ctx = dc};
   if (!s) s = program_compile(&tp->p, tp->e, &po, threads, &d);
@@ -124,7 +126,8 @@ temper_status temper_tune(const char *model_path, const temper_data *data, const
   tune_opts to = {.trials = o->trials > 0 ? o->trials : o->minutes > 0 ? 1000000000 : 64, .minutes = o->minutes,
                   .search = SEARCH_XGB, .seed = o->seed ? o->seed : 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN),
                   .top_k = 3, .task_pattern = o->task, .runner_binary = runner, .log = o->log,
-                  .m = {.threads = o->threads > 0 ? o->threads : 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10}};
+                  .m = {.threads = o->threads > 0 ? o->threads : 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10},
+                  .pretuned = o->no_pretuned ? NULL : db_chooser_pretuned_default()};
   program p = {0};
   tune_task *tasks = NULL;
   tune_task_result *res = NULL;
@@ -160,6 +163,8 @@ temper_status temper_build(const char *model_path, const temper_data *data, cons
   cg_target t;
   temper_status s = cg_host_target(&t, &d);
   if (!s && (s = db_chooser_open(dbpath, &t, threads, 0, &dc, msg, sizeof msg))) diag_fail(&d, s, "%s", msg);
+  if (!s && !o->no_pretuned && (s = db_chooser_use_pretuned(dc, db_chooser_pretuned_default(), msg, sizeof msg)))
+    diag_fail(&d, s, "%s", msg);
   if (!s) s = load(model_path, data, &p, &d);
   if (!s) s = db_chooser_set_model(dc, p.g, &d);
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};

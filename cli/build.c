@@ -14,7 +14,7 @@ static int usage(void) {
   fprintf(stderr, "usage: temper build MODEL [--db DB] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
                   "                    [--target host|CPU|CPU:FEATURES] [--match exact|any]\n"
                   "                    [--emit obj|asm|llvm|loops] [--embed-limit MB] [--seed S] [--input NAME=FILE.npy]...\n"
-                  "                    [--check]\n");
+                  "                    [--check] [--no-pretuned | --pretuned PATH]\n");
   return 2;
 }
 
@@ -48,7 +48,7 @@ out:
 }
 
 typedef struct build_args {
-  const char *model, *db, *target;
+  const char *model, *db, *target, *pretuned;
   int threads, strict, exact, check;
   program_opts data;
   aot_opts ao;
@@ -66,6 +66,8 @@ static int parse_args(int argc, char **argv, build_args *b) {
     else if (!strcmp(a, "--threads") && v) b->threads = atoi(v), i++;
     else if (!strcmp(a, "--strict")) b->strict = 1;
     else if (!strcmp(a, "--check")) b->check = 1;
+    else if (!strcmp(a, "--no-pretuned")) b->pretuned = "off";
+    else if (!strcmp(a, "--pretuned") && v) b->pretuned = v, i++;
     else if (!strcmp(a, "--target") && v) b->target = v, i++;
     else if (!strcmp(a, "--match") && v && (!strcmp(v, "exact") || !strcmp(v, "any"))) b->exact = !strcmp(v, "exact"), i++;
     else if (!strcmp(a, "--emit") && v) b->ao.emit = v, i++;
@@ -105,7 +107,7 @@ static void print_built(const aot_opts *ao, const aot_report *rep) {
 }
 
 int cmd_build(int argc, char **argv) {
-  build_args b = {.target = "host", .threads = 1, .data = {.seed = 1}, .ao = {.embed_limit_mb = 64}};
+  build_args b = {.target = "host", .threads = 1, .data = {.seed = 1}, .ao = {.embed_limit_mb = 64}, .pretuned = db_chooser_pretuned_default()};
   int rc = parse_args(argc, argv, &b);
   if (rc) return rc;
   cg_target t;
@@ -115,7 +117,10 @@ int cmd_build(int argc, char **argv) {
   diag d = {0};
   char err[4096];
   rc = 1;
-  if (db_chooser_open(b.db, &t, b.threads, b.exact, &dc, err, sizeof err)) { fprintf(stderr, "temper build: %s\n", err); goto out; }
+  if (db_chooser_open(b.db, &t, b.threads, b.exact, &dc, err, sizeof err) || db_chooser_use_pretuned(dc, b.pretuned, err, sizeof err)) {
+    fprintf(stderr, "temper build: %s\n", err);
+    goto out;
+  }
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
   if (cli_load(b.model, &b.data, &p)) goto out;
   d = (diag){.path = p.g->path, .text = p.g->text};

@@ -15,8 +15,10 @@ int cli_print_choices(const db_chooser *dc) {
       printf("%-66.66s %5d  default config (no record)\n", c.key, c.count);
       continue;
     }
-    printf("%-66.66s %5d  record (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c.key, c.count, c.level_name, c.median_s * 1e3,
-           c.flops / c.median_s * 1e-9, c.threads != s.threads ? " [nearest measured thread count]" : "", c.config);
+    printf("%-66.66s %5d  %s (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c.key, c.count, c.pretuned ? "pre-tuned" : "record",
+           c.level_name, c.median_s * 1e3, c.flops / c.median_s * 1e-9,
+           c.threads != s.threads ? " [nearest measured thread count]" : "", c.config);
+    if (c.pretuned) printf("    from the shipped log %s (no record of yours)\n", c.pretuned);
     if (c.threads != s.threads)
       printf("    measured at %d thread%s; this build runs %d\n", c.threads, c.threads > 1 ? "s" : "", s.threads);
     if (c.in_context)
@@ -32,6 +34,8 @@ int cli_print_choices(const db_chooser *dc) {
   if (s.stale_choices)
     printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", s.stale_choices,
            s.stale_choices > 1 ? "s" : "");
+  if (s.n_pretuned)
+    printf("pre-tuned: %d of %d workloads from shipped logs (--no-pretuned: the default configs instead)\n", s.n_pretuned, s.n_workloads);
   if (s.n_fell)
     printf("fallback: %d of %d workloads use the default config: %.1f%% of the model's conv2d FLOPs\n", s.n_fell, s.n_workloads,
            100 * s.fell_flops_share);

@@ -12,12 +12,13 @@ typedef struct run_opts {
   const char *save_dir;
   const char *config_file;
   const char *db;
+  const char *pretuned;
   program_opts data;
 } run_opts;
 
 static int usage(void) {
   fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--profile] [--params DIR]\n"
-                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F | --db DB]\n");
+                  "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F | --db DB [--no-pretuned]]\n");
   return 2;
 }
 
@@ -45,6 +46,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     else if (!strcmp(a, "--profile")) o->profile = 1;
     else if (!strcmp(a, "--save-output") && v) o->save_dir = v, i++;
     else if (!strcmp(a, "--config-file") && v) o->config_file = v, i++;
+    else if (!strcmp(a, "--no-pretuned")) o->pretuned = "off";
     else if (!strcmp(a, "--db") && v) o->db = v, i++;
     else if (a[0] == '-') { fprintf(stderr, "temper run: unknown option '%s'\n", a); return usage(); }
     else if (!o->model) o->model = a;
@@ -59,10 +61,14 @@ static int parse_args(int argc, char **argv, run_opts *o) {
 }
 
 /* --db: the chooser of `temper build --threads N`, for this model; prints the error */
-static int open_chooser(const char *db, const cg_target *t, int threads, temper_graph *g, db_chooser **dc) {
+static int open_chooser(const run_opts *o, const cg_target *t, temper_graph *g, db_chooser **dc) {
   char err[4096];
   diag d = {.path = g->path, .text = g->text};
-  if (db_chooser_open(db, t, threads, 0, dc, err, sizeof err)) { fprintf(stderr, "temper run: %s\n", err); return 1; }
+  if (db_chooser_open(o->db, t, o->threads, 0, dc, err, sizeof err) ||
+      db_chooser_use_pretuned(*dc, o->pretuned ? o->pretuned : db_chooser_pretuned_default(), err, sizeof err)) {
+    fprintf(stderr, "temper run: %s\n", err);
+    return 1;
+  }
   if (db_chooser_set_model(*dc, g, &d)) { fprintf(stderr, "%s\n", d.msg); return 1; }
   return 0;
 }
@@ -74,7 +80,7 @@ static int compile(const run_opts *o, temper_engine *e, program *p) {
   db_chooser *dc = NULL;
   if (o->config_file && !(configs = cli_load_config_file(o->config_file))) return 1;
   if (configs) po.choose = cli_config_choose, po.ctx = configs;
-  if (o->db && open_chooser(o->db, &e->target, o->threads, p->g, &dc)) { db_chooser_close(dc); return 1; }
+  if (o->db && open_chooser(o, &e->target, p->g, &dc)) { db_chooser_close(dc); return 1; }
   if (dc) po.choose = db_chooser_choose, po.ctx = dc;
   int bad = cli_compile(p, e, &po, o->threads);
   if (dc && !bad) cli_print_choices(dc);

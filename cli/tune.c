@@ -15,6 +15,7 @@ static int usage(void) {
           "usage: temper tune MODEL --db DB [--trials N] [--minutes M] [--search xgb|ga|random|grid] [--seed S]\n"
           "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS] [--warm]\n"
           "                   [--task PATTERN] [--top-k K] [--params DIR] [--lease SEC] [--report REPORT.html]\n"
+          "                   [--no-pretuned | --pretuned PATH]\n"
           "  --db takes a file (SQLite) or postgresql://user@host:port/dbname?sslmode=... (a database shared by many tuners)\n");
   return 2;
 }
@@ -51,6 +52,8 @@ static int parse_args(int argc, char **argv, tune_args *t) {
     else if (!strcmp(a, "--timeout")) { if (num(a, v, 0.1, 3600, &o->m.timeout_s)) return 2; i++; }
     else if (!strcmp(a, "--repeat")) { if (num(a, v, 1, MEASURE_MAX_ROUNDS, &x)) return 2; o->m.repeat = (int)x; i++; }
     else if (!strcmp(a, "--warm")) o->m.warm = 1;
+    else if (!strcmp(a, "--no-pretuned")) o->pretuned = NULL;
+    else if (!strcmp(a, "--pretuned") && v) o->pretuned = v, i++;
     else if (!strcmp(a, "--min-repeat-ms")) { if (num(a, v, 0, 10000, &o->m.min_repeat_ms)) return 2; i++; }
     else if (!strcmp(a, "--lease")) { if (num(a, v, 0.1, 86400, &o->lease_s)) return 2; i++; }
     else if (!strcmp(a, "--top-k")) { if (num(a, v, 0, 16, &x)) return 2; o->top_k = (int)x; i++; }
@@ -92,6 +95,9 @@ static void print_summary(const tune_opts *o, const tune_task *tasks, const tune
       complete = 0;
     }
   }
+  int n_pre = 0;
+  for (int i = 0; i < n; i++) n_pre += res[i].pretuned;
+  if (n_pre) printf("%d task%s began with the config of a shipped pre-tuned log (after the default)\n", n_pre, n_pre > 1 ? "s" : "");
   if (t_best > 0)
     printf("estimated conv2d time of the model: %.2f ms with the best configs, %.2f ms with the defaults (%.2fx)%s\n",
            t_best * 1e3, t_def * 1e3, t_def / t_best, complete ? "" : " (tasks without both measurements left out)");
@@ -110,7 +116,8 @@ static void on_sigint(int sig) {
 int cmd_tune(int argc, char **argv) {
   tune_args t = {.data = {.seed = 1},
                  .o = {.trials = -1, .search = SEARCH_XGB, .seed = 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .top_k = 3,
-                       .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10}}};
+                       .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10},
+                       .pretuned = db_chooser_pretuned_default()}};
   int rc = parse_args(argc, argv, &t);
   if (rc) return rc;
   tune_opts *o = &t.o;

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include "log.h"
 #include "choose.h"
 #include "target.h"
 #include "tune.h"
@@ -24,6 +27,7 @@ typedef struct choice {
   int unusable;            /* records whose config today's space does not hold */
   double fastest_s;        /* the fastest record, when layout picked another */
   int level;               /* how the records' target matched */
+  int pretuned;            /* 1 + the shipped log the record came from; 0: the user's database */
   int in_context;          /* a choice of `temper refine` replaced the records' pick */
   double gain_s;           /* ... saving this much in the whole model */
   char refined_at[32];
@@ -37,10 +41,22 @@ typedef struct choice {
 
 enum { LEVEL_EXACT = TARGET_EXACT, LEVEL_SUBSET = TARGET_SUBSET, LEVEL_COUNT = TARGET_LEVEL_COUNT };
 
+/* shipped pre-tuned logs: each read into a database of its own in memory */
+enum { PRETUNED_MAX = 16 };
+typedef struct pretuned_log {
+  char path[4096];
+  temper_db *db;
+  int64_t *targets[LEVEL_COUNT];
+  int n_targets[LEVEL_COUNT];
+} pretuned_log;
+
 struct db_chooser {
   temper_db *db;
   int64_t *targets[LEVEL_COUNT];   /* database targets at each level of match */
   int n_targets[LEVEL_COUNT];
+  pretuned_log pre[PRETUNED_MAX];  /* where db has nothing for a workload */
+  int n_pre;
+  cg_target target;
   int max_level;           /* --match exact: LEVEL_EXACT */
   int threads;
   int want_alt;            /* alternatives to collect per workload (refine) */
@@ -68,8 +84,8 @@ static choice *choice_for(db_chooser *dc, const char *key) {
   return c;
 }
 
-static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, const struct task_space *s, const conv_site *site,
-                         struct sched_config *out);
+static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets, const int *n_targets, choice *c, int lv,
+                         const char *key, const struct task_space *s, const conv_site *site, struct sched_config *out);
 
 /* What makes two configs worth measuring against each other in context:
  * the template, how the kernel splits over threads, and the channel blocks
@@ -153,18 +169,25 @@ int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, co
     if (!c->found) return 0;
     return config_parse(s, c->config, out, err, n) ? -1 : 1;
   }
-  if (!dc->db) return 0;
-  for (int lv = 0; lv <= dc->max_level; lv++) {
+  for (int lv = 0; dc->db && lv <= dc->max_level; lv++) {
     for (int k = 0; k < dc->n_targets[lv]; k++) c->stale += db_count_stale(dc->db, key, dc->targets[lv][k]);
-    if (pick_at_level(dc, c, lv, key, s, site, out)) return 1;
+    if (pick_at_level(dc, dc->db, dc->targets, dc->n_targets, c, lv, key, s, site, out)) return 1;
   }
+  /* nothing of the user's: the shipped logs, in order, each at every level */
+  for (int p = 0; p < dc->n_pre; p++)
+    for (int lv = 0; lv <= dc->max_level; lv++)
+      if (pick_at_level(dc, dc->pre[p].db, dc->pre[p].targets, dc->pre[p].n_targets, c, lv, key, s, site, out)) {
+        c->pretuned = 1 + p;
+        return 1;
+      }
   return 0;
 }
 
 /* the records of the targets at one level of match, at the build's thread
  * count or the nearest measured; the fastest counting a layout transform */
-static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, const struct task_space *s, const conv_site *site,
-                         struct sched_config *out) {
+static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets, const int *n_targets, choice *c, int lv,
+                         const char *key, const struct task_space *s, const conv_site *site, struct sched_config *out) {
+  int own = db == dc->db;   /* refine's choices and alternatives are the user's database's */
   /* a layout transform reads and writes a tensor (8 bytes a float) at about
    * 60 GB/s — the rate the vector-copy schedule of layout_transform reaches
    * in ResNet-50 in sequence, from L2 (0.01–0.05 ms each, `temper run
@@ -187,10 +210,10 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
   conv_layouts ldef;
   config_layouts(s, &def, -1, &ldef);
   int found = 0;
-  for (int k = 0; k < dc->n_targets[lv]; k++) {
-    int64_t tid = dc->targets[lv][k];
+  for (int k = 0; k < n_targets[lv]; k++) {
+    int64_t tid = targets[lv][k];
     int *thr = NULL, nt = 0, use = dc->threads, have = 0;
-    db_threads_measured(dc->db, key, tid, &thr, &nt);
+    db_threads_measured(db, key, tid, &thr, &nt);
     for (int i = 0; i < nt; i++) have |= thr[i] == use;
     if (!have && nt) {
       use = thr[0];
@@ -200,7 +223,7 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
     free(thr);
     db_record *recs = NULL;
     int nr = 0;
-    if (!nt || db_ok_records(dc->db, key, tid, use, &recs, &nr)) { free(recs); continue; }
+    if (!nt || db_ok_records(db, key, tid, use, &recs, &nr)) { free(recs); continue; }
     char perr[256];
     for (int i = 0; i < nr && i < 64; i++) {
       sched_config cfg;
@@ -221,8 +244,8 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
       }
       if (!c->fastest_s || recs[i].median_s < c->fastest_s) c->fastest_s = recs[i].median_s;
     }
-    if (found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, out, recs, nr);
-    if (found && lv == LEVEL_EXACT && use == dc->threads) apply_choice(dc, c, key, s, out, recs, nr);
+    if (own && found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, out, recs, nr);
+    if (own && found && lv == LEVEL_EXACT && use == dc->threads) apply_choice(dc, c, key, s, out, recs, nr);
     free(recs);
   }
   if (found) {
@@ -232,16 +255,16 @@ static int pick_at_level(db_chooser *dc, choice *c, int lv, const char *key, con
   return found;
 }
 
-static temper_status match_targets(db_chooser *dc, const cg_target *t) {
+static temper_status match_targets(temper_db *db, int64_t **targets, int *n_targets, const cg_target *t) {
   db_target_row *rows = NULL;
   int n = 0;
-  temper_status s = db_targets(dc->db, &rows, &n);
+  temper_status s = db_targets(db, &rows, &n);
   if (s) return s;
   for (int lv = 0; lv < LEVEL_COUNT; lv++)
-    if (!(dc->targets[lv] = calloc((size_t)n + 1, sizeof(int64_t)))) s = TEMPER_ENOMEM;
+    if (!(targets[lv] = calloc((size_t)n + 1, sizeof(int64_t)))) s = TEMPER_ENOMEM;
   for (int i = 0; !s && i < n; i++) {
     int lv = target_match(&rows[i].t, t);
-    if (lv >= 0) dc->targets[lv][dc->n_targets[lv]++] = rows[i].id;
+    if (lv >= 0) targets[lv][n_targets[lv]++] = rows[i].id;
   }
   free(rows);
   return s;
@@ -258,7 +281,9 @@ temper_status db_chooser_open(const char *dbpath, const cg_target *t, int thread
   dc->threads = threads;
   dc->max_level = exact ? LEVEL_EXACT : LEVEL_SUBSET;
   temper_status s = TEMPER_OK;
-  if (dbpath && !(s = temper_db_open(dbpath, tune_db_versions(), &dc->db, err, n)) && (s = match_targets(dc, t)))
+  dc->target = *t;
+  if (dbpath && !(s = temper_db_open(dbpath, tune_db_versions(), &dc->db, err, n)) &&
+      (s = match_targets(dc->db, dc->targets, dc->n_targets, t)))
     snprintf(err, n, "%s", s == TEMPER_ENOMEM ? "out of memory" : db_errmsg(dc->db));
   if (s) {
     db_chooser_close(dc);
@@ -325,7 +350,8 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
                          .median_s = c->found ? c->median_s : 0, .threads = c->threads, .level = c->level,
                          .level_name = target_level_names[c->level], .stale = c->stale, .unusable = c->unusable,
                          .fastest_s = c->fastest_s, .in_context = c->in_context, .gain_s = c->gain_s,
-                         .refined_at = c->refined_at, .replaced = c->replaced, .n_alt = c->n_alt};
+                         .refined_at = c->refined_at, .replaced = c->replaced, .n_alt = c->n_alt,
+                         .pretuned = c->pretuned ? dc->pre[c->pretuned - 1].path : NULL};
   for (int k = 0; k < c->n_alt; k++)
     out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k], out->alt_tmpl[k] = c->alt_tmpl[k], out->alt_version[k] = c->alt_version[k];
 }
@@ -339,6 +365,7 @@ void db_chooser_summary(const db_chooser *dc, chooser_summary *out) {
     out->n_stale += c->stale;
     if (c->found) {
       out->n_found++;
+      out->n_pretuned += c->pretuned > 0;
       out->est_s += c->median_s * c->count;
     } else {
       out->n_fell++;
@@ -356,6 +383,71 @@ void db_chooser_close(db_chooser *dc) {
   free(dc->c);
   free(dc->choices);
   for (int lv = 0; lv < LEVEL_COUNT; lv++) free(dc->targets[lv]);
+  for (int p = 0; p < dc->n_pre; p++) {
+    for (int lv = 0; lv < LEVEL_COUNT; lv++) free(dc->pre[p].targets[lv]);
+    temper_db_close(dc->pre[p].db);
+  }
   temper_db_close(dc->db);
   free(dc);
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* one log into a database in memory of its own; a log that does not read
+ * is an error naming it and the line (a shipped log is checked by the tests) */
+static temper_status add_pretuned(db_chooser *dc, const char *path, char *err, size_t n) {
+  if (dc->n_pre == PRETUNED_MAX) { snprintf(err, n, "%s: more than %d pre-tuned logs", path, PRETUNED_MAX); return TEMPER_EINVAL; }
+  pretuned_log *pl = &dc->pre[dc->n_pre];
+  memset(pl, 0, sizeof *pl);
+  str_copy(pl->path, sizeof pl->path, path);
+  temper_status s = temper_db_open(":memory:", tune_db_versions(), &pl->db, err, n);
+  if (s) return s;
+  dc->n_pre++;   /* closed with the chooser from here on */
+  log_result res;
+  diag d = {0};
+  if ((s = log_import(pl->db, path, 0, &res, &d))) {
+    snprintf(err, n, "pre-tuned log %s", d.msg);
+    return s;
+  }
+  if ((s = match_targets(pl->db, pl->targets, pl->n_targets, &dc->target))) snprintf(err, n, "%s: %s", path, db_errmsg(pl->db));
+  return s;
+}
+
+temper_status db_chooser_use_pretuned(db_chooser *dc, const char *path, char *err, size_t n) {
+  if (!path || !*path || !strcmp(path, "off")) return TEMPER_OK;
+  struct stat st;
+  if (stat(path, &st)) {
+    snprintf(err, n, "%s: no such pre-tuned log or directory", path);
+    return TEMPER_EINVAL;
+  }
+  if (!S_ISDIR(st.st_mode)) return add_pretuned(dc, path, err, n);
+  DIR *dir = opendir(path);
+  if (!dir) { snprintf(err, n, "%s: cannot read the directory", path); return TEMPER_EINVAL; }
+  char *names[PRETUNED_MAX + 1];
+  int k = 0;
+  temper_status s = TEMPER_OK;
+  for (struct dirent *e; (e = readdir(dir)) && !s;) {
+    size_t len = strlen(e->d_name);
+    if (len < 7 || strcmp(e->d_name + len - 6, ".jsonl")) continue;
+    if (k == PRETUNED_MAX + 1 || !(names[k] = malloc(strlen(path) + len + 2))) { s = TEMPER_ENOMEM; break; }
+    sprintf(names[k++], "%s/%s", path, e->d_name);
+  }
+  closedir(dir);
+  if (s) snprintf(err, n, "%s: too many logs, or out of memory", path);
+  qsort(names, (size_t)k, sizeof *names, by_name);
+  for (int i = 0; i < k; i++) {
+    if (!s) s = add_pretuned(dc, names[i], err, n);
+    free(names[i]);
+  }
+  return s;
+}
+
+const char *db_chooser_pretuned_default(void) {
+  const char *env = getenv("TEMPER_PRETUNED");
+  if (env) return env;
+#ifdef TEMPER_LOGS_DIR
+  return access(TEMPER_LOGS_DIR, F_OK) ? NULL : TEMPER_LOGS_DIR;   /* a binary away from its source tree: none */
+#else
+  return NULL;
+#endif
 }

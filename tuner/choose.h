@@ -16,6 +16,14 @@ typedef struct db_chooser db_chooser;
  * on failure a message in err */
 temper_status db_chooser_open(const char *dbpath, const cg_target *t, int threads, int exact, db_chooser **dc, char *err, size_t n);
 void db_chooser_close(db_chooser *dc);
+/* pre-tuned logs (JSON lines, as `temper db export --best-only` writes):
+ * a file, or every *.jsonl of a directory in name order; where the database
+ * has no record for a workload, the best record of the first log that
+ * matches this machine (graded target matching, as for the database). The
+ * user's records always win. path NULL, "" or "off": none. */
+temper_status db_chooser_use_pretuned(db_chooser *dc, const char *path, char *err, size_t n);
+/* where the shipped logs are: $TEMPER_PRETUNED, else the source tree's logs/ */
+const char *db_chooser_pretuned_default(void);
 /* a sched_chooser (pipeline_opts.choose); ctx: the db_chooser */
 int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
                       char *err, size_t n);
@@ -43,6 +51,7 @@ typedef struct chooser_entry {
   int threads;              /* the record's thread count (may differ: the nearest measured) */
   int level;                /* how the record's target matched (target_level) */
   const char *level_name;
+  const char *pretuned;     /* the shipped log the record came from; NULL: the user's database */
   int stale;                /* records of older template versions, ignored */
   int unusable;             /* records whose config today's space does not hold */
   double fastest_s;         /* the fastest record, when the choice is another */
@@ -62,6 +71,7 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out);   /* point
 /* the whole choice */
 typedef struct chooser_summary {
   int threads, n_workloads, n_found, n_fell;
+  int n_pretuned;           /* of n_found, from a shipped log */
   int n_stale;              /* stale records ignored */
   int stale_choices;        /* refine's choices ignored: the records changed since */
   double fell_flops_share;  /* of the model's conv2d FLOPs on default configs */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "choose.h"
 #include "cost_model.h"
 #include "log.h"
 #include "target.h"
@@ -148,6 +149,7 @@ typedef struct tuner {
   double t_compile, t_measure;
   db_lease_owner me;        /* this tuner in the leases table */
   double lease_s, round_start;   /* the round: leases finished after this are this round's */
+  db_chooser *pre;          /* the shipped logs (tune_opts.pretuned), or NULL */
 } tuner;
 
 static int stopped(const tuner *tu) { return tu->o->stop && *tu->o->stop; }
@@ -318,6 +320,7 @@ typedef struct task_state {
   tune_task_result *res;
   search sr;
   int64_t def_idx;
+  int64_t pre_idx;         /* a shipped log's config for it, -1: none */
   int ti, nt;
   double t0, c0, m0;
   double hist[4];          /* best time after each of the last batches, for the scheduler */
@@ -382,6 +385,16 @@ static temper_status task_begin(tuner *tu, const tune_task *t, int ti, int nt, t
   st->def_idx = space_index(&t->space, &def);
   for (int i = 0; i < n_ok; i++)
     if (oks[i].config_index == st->def_idx && !oks[i].remeasure) res->default_s = oks[i].median_s;
+  st->pre_idx = -1;
+  if (tu->pre && !n_ok) {   /* nothing measured here yet: what the shipped logs know goes first */
+    sched_config pc;
+    char err[256];
+    conv_site site = {0};
+    if (db_chooser_choose(tu->pre, t->key, &t->space, &site, &pc, err, sizeof err) == 1) {
+      st->pre_idx = space_index(&t->space, &pc);
+      res->pretuned = st->pre_idx != st->def_idx;
+    }
+  }
   free(oks);
   free(done_idx);
   st->t0 = data_now(), st->c0 = tu->t_compile, st->m0 = tu->t_measure;
@@ -400,6 +413,10 @@ static temper_status task_batch(tuner *tu, task_state *st, int want, int budget,
   if (!tu->o->no_default && !search_seen(&st->sr, st->def_idx)) {   /* the default config first: the baseline of the summary */
     search_mark(&st->sr, st->def_idx);
     idx[n++] = st->def_idx;
+  }
+  if (st->pre_idx >= 0 && n < want && !search_seen(&st->sr, st->pre_idx)) {
+    search_mark(&st->sr, st->pre_idx);
+    idx[n++] = st->pre_idx;
   }
   n += search_next(&st->sr, idx + n, want - n);
   if (!n) return TEMPER_OK;
@@ -702,6 +719,13 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
     char err[256];
     if (!s && !(tu.r = runner_start(o->runner_binary, err, sizeof err))) s = diag_fail(d, TEMPER_EIO, "%s", err);
   }
+  if (!s && o->pretuned) {
+    cg_target ct;
+    char err[4096];
+    cg_host_target(&ct, d);
+    if (db_chooser_open(NULL, &ct, o->m.threads, 0, &tu.pre, err, sizeof err) || db_chooser_use_pretuned(tu.pre, o->pretuned, err, sizeof err))
+      s = diag_fail(d, TEMPER_EINVAL, "%s", err);
+  }
   heartbeat hb;
   heartbeat_start(&hb, db, tu.me.owner, tu.lease_s);
   if (!s && o->minutes > 0) s = tune_scheduled(&tu, tasks, n, results, d);
@@ -719,6 +743,7 @@ temper_status tune_run(temper_db *db, tune_task *tasks, int n, const tune_opts *
     fprintf(o->log, "time: compile %.1f s, measure %.1f s\n", tu.t_compile, tu.t_measure);
   runner_stop(tu.r);
   for (int k = 0; k < tu.b.n; k++) cg_compiler_destroy(tu.b.cc[k]);
+  db_chooser_close(tu.pre);
   return s;
 }
 

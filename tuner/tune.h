@@ -31,6 +31,8 @@ typedef struct tune_opts {
   void *log;                /* FILE*: progress and summary; NULL: quiet */
   int tty;                  /* live progress lines */
   int no_default;           /* do not measure the default config first (benchmarks of the search alone) */
+  const char *pretuned;     /* shipped logs (db_chooser_use_pretuned): a task without a record of this
+                               machine measures their config right after the default; NULL: none */
   double lease_s;           /* a task's lease lasts this long unless renewed (0: 60 s) */
   const volatile int *stop; /* set (by Ctrl-C): stop after the batch in progress, release the leases */
 } tune_opts;
@@ -39,6 +41,7 @@ typedef struct tune_task_result {
   int new_trials, errors;
   double compile_s, measure_s;   /* builder and runner time spent on the task */
   int transfer_rows;             /* xgb: records of other workloads it started from */
+  int pretuned;                  /* a shipped log's config was among its first trials */
   double best_s, default_s;   /* per call, 0 if unknown */
   char best_config[512];
   char tuned_by[64];             /* another tuner of this round finished the task: its host */

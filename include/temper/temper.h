@@ -59,6 +59,7 @@ typedef struct temper_compile_options {
   const char *db;           /* schedules from this tuning database, as a build at `threads` picks them; NULL: defaults */
   int threads;              /* 0: 1 */
   int check;                /* also evaluate the model with the reference interpreter (temper_program_check) */
+  int no_pretuned;          /* with db: not the shipped pre-tuned logs where db has no record */
 } temper_compile_options;
 temper_status temper_program_create(const char *model_path, const temper_data *data, const temper_compile_options *o,
                                     temper_program **p, char **err);
@@ -81,6 +82,7 @@ typedef struct temper_tune_options {
   const char *task;         /* only workloads whose key contains this, or NULL */
   const char *runner;       /* the temper binary whose hidden runner measures (NULL: /proc/self/exe) */
   void *log;                /* FILE* for progress, or NULL: quiet */
+  int no_pretuned;          /* a task without records does not begin with the shipped logs' config */
 } temper_tune_options;
 temper_status temper_tune(const char *model_path, const temper_data *data, const char *db, const temper_tune_options *o,
                           char **err);
@@ -89,6 +91,7 @@ temper_status temper_tune(const char *model_path, const temper_data *data, const
 typedef struct temper_build_options {
   int threads;              /* the thread count it will run at (0: 1) */
   int strict;               /* fail if a workload has no record */
+  int no_pretuned;          /* not the shipped pre-tuned logs (docs/tuning.md) where db has no record */
   int fallbacks;            /* out: workloads that used the default config */
 } temper_build_options;
 temper_status temper_build(const char *model_path, const temper_data *data, const char *db, const char *out_so,

@@ -2,7 +2,9 @@
  * usable one at the exact target; stale template versions ignored; the
  * nearest measured thread count; the default where there is none; the
  * report as data. */
+#include <sys/stat.h>
 #include "choose.h"
+#include "log.h"
 #include "helpers.h"
 #include "target.h"
 #include "tune.h"
@@ -102,7 +104,135 @@ static void test_choices(void **state) {
   unlink(path);
 }
 
+
+
+/* the workload's description, as the tuner records it (import checks it) */
+static const char *desc_of(const conv_workload *w) {
+  static char buf[512];
+  snprintf(buf, sizeof buf,
+           "{\"op\":\"conv2d\",\"N\":%lld,\"C\":%lld,\"H\":%lld,\"W\":%lld,\"K\":%lld,\"R\":%lld,\"S\":%lld,\"stride\":[%lld,%lld],"
+           "\"padding\":[%lld,%lld,%lld,%lld],\"dilation\":[%lld,%lld],\"groups\":%lld,\"dtype\":\"float32\",\"layout\":\"NCHW\"}",
+           (long long)w->N, (long long)w->C, (long long)w->H, (long long)w->W, (long long)w->K, (long long)w->R, (long long)w->S,
+           (long long)w->sh, (long long)w->sw, (long long)w->pt, (long long)w->pl, (long long)w->pb, (long long)w->pr,
+           (long long)w->dh, (long long)w->dw, (long long)w->G);
+  return buf;
+}
+
+/* a database of records, exported as a log file (what logs/ ships) */
+static void write_log(const char *dbfile, const char *logfile) {
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(dbfile, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  FILE *f = fopen(logfile, "w");
+  assert_non_null(f);
+  diag d = {0};
+  int n = 0;
+  log_filter lf = {.best_only = 1};
+  assert_int_equal(log_export(db, f, &lf, &n, &d), TEMPER_OK);
+  fclose(f);
+  temper_db_close(db);
+}
+
+/* the shipped logs: used where the user's database has nothing for a
+ * workload, never over a record of the user's; named in the report; off;
+ * a missing path and a bad line are errors naming them */
+static void test_pretuned(void **state) {
+  (void)state;
+  char user[256], other[256], dir[256], log1[300], bad[300];
+  snprintf(user, sizeof user, "/tmp/temper_pre_user_%d.db", (int)getpid());
+  snprintf(other, sizeof other, "/tmp/temper_pre_other_%d.db", (int)getpid());
+  snprintf(dir, sizeof dir, "/tmp/temper_pre_logs_%d", (int)getpid());
+  snprintf(log1, sizeof log1, "%s/machine.jsonl", dir);
+  unlink(user), unlink(other), mkdir(dir, 0700);
+  cg_target host;
+  diag d = {0};
+  cg_host_target(&host, &d);
+  conv_workload w = {1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  conv_workload w2 = {1, 32, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  task_space sp2;
+  char key2[256];
+  space_build(&w2, host.vec, &sp2);
+  workload_key(&w2, key2, sizeof key2);
+  space_build(&w, host.vec, &sp);
+  workload_key(&w, key, sizeof key);
+  sched_config c[3], got;
+  valid_configs(c, 3);
+  char err[4096];
+  db_target ht;
+  target_host(&ht);
+  int64_t tid, wid;
+  int v = tmpl_versions[TMPL_NCHWC];
+  /* the log: c[0] for w, and a record for w2 */
+  temper_db *db = NULL;
+  assert_int_equal(temper_db_open(other, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(db_target_id(db, &ht, &tid), TEMPER_OK);
+  assert_int_equal(db_workload_id(db, key, "conv2d", desc_of(&w), workload_flops(&w), &wid), TEMPER_OK);
+  add(db, tid, &c[0], v, 1, 1e-6);
+  char saved_key[256];
+  snprintf(saved_key, sizeof saved_key, "%s", key);
+  task_space saved_sp = sp;
+  snprintf(key, sizeof key, "%s", key2);
+  sp = sp2;
+  sched_config c2[1];
+  valid_configs(c2, 1);
+  assert_int_equal(db_workload_id(db, key, "conv2d", desc_of(&w2), workload_flops(&w2), &wid), TEMPER_OK);
+  add(db, tid, &c2[0], v, 1, 5e-6);
+  snprintf(key, sizeof key, "%s", saved_key);
+  sp = saved_sp;
+  temper_db_close(db);
+  write_log(other, log1);
+  /* the user's database: c[1] for w, nothing for w2 */
+  assert_int_equal(temper_db_open(user, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  assert_int_equal(db_target_id(db, &ht, &tid), TEMPER_OK);
+  assert_int_equal(db_workload_id(db, key, "conv2d", desc_of(&w), workload_flops(&w), &wid), TEMPER_OK);
+  add(db, tid, &c[1], v, 1, 2e-6);
+  temper_db_close(db);
+
+  db_chooser *dc = NULL;
+  assert_int_equal(db_chooser_open(user, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  if (db_chooser_use_pretuned(dc, dir, err, sizeof err)) fail_msg("%s", err);
+  assert_int_equal(choose(dc, &got), 1);   /* the user's record wins, though the log's is faster */
+  assert_int_equal(space_index(&sp, &got), space_index(&sp, &c[1]));
+  conv_site site = {0, 32 * 8 * 8};
+  assert_int_equal(db_chooser_choose(dc, key2, &sp2, &site, &got, err, sizeof err), 1);   /* nothing of the user's: the log's */
+  assert_int_equal(space_index(&sp2, &got), space_index(&sp2, &c2[0]));
+  chooser_entry e;
+  db_chooser_get(dc, 0, &e);
+  assert_null(e.pretuned);
+  db_chooser_get(dc, 1, &e);
+  assert_string_equal(e.pretuned, log1);
+  assert_int_equal(e.level, TARGET_EXACT);
+  chooser_summary s;
+  db_chooser_summary(dc, &s);
+  assert_int_equal(s.n_found, 2);
+  assert_int_equal(s.n_pretuned, 1);
+  assert_int_equal(s.n_fell, 0);
+  db_chooser_close(dc);
+  /* no database at all: the log for both; "off": the defaults */
+  assert_int_equal(db_chooser_open(NULL, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  assert_int_equal(db_chooser_use_pretuned(dc, log1, err, sizeof err), TEMPER_OK);
+  assert_int_equal(choose(dc, &got), 1);
+  assert_int_equal(space_index(&sp, &got), space_index(&sp, &c[0]));
+  db_chooser_close(dc);
+  assert_int_equal(db_chooser_open(NULL, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  assert_int_equal(db_chooser_use_pretuned(dc, "off", err, sizeof err), TEMPER_OK);
+  assert_int_equal(choose(dc, &got), 0);
+  /* a path that is not there, a log with a bad line: errors naming them */
+  assert_int_equal(db_chooser_use_pretuned(dc, "/nonexistent/logs", err, sizeof err), TEMPER_EINVAL);
+  assert_non_null(strstr(err, "/nonexistent/logs"));
+  db_chooser_close(dc);
+  snprintf(bad, sizeof bad, "%s/broken.jsonl", dir);
+  FILE *f = fopen(bad, "w");
+  fputs("{\"format\":\"temper-log\",\"version\":1,\"workload\":\n", f);
+  fclose(f);
+  assert_int_equal(db_chooser_open(NULL, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  assert_int_not_equal(db_chooser_use_pretuned(dc, dir, err, sizeof err), TEMPER_OK);
+  if (!strstr(err, "broken.jsonl") || !strstr(err, ":1")) fail_msg("error: %s", err);
+  db_chooser_close(dc);
+  unlink(bad), unlink(log1), rmdir(dir), unlink(user), unlink(other);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_choices)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_choices), cmocka_unit_test(test_pretuned)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
