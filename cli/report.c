@@ -7,7 +7,7 @@
 #include "report.h"
 
 static int usage(void) {
-  fprintf(stderr, "usage: temper report DB [MODEL] -o REPORT.html [--measure] [--repeat N] [--svg DIR] [--params DIR]\n"
+  fprintf(stderr, "usage: temper report DB [MODEL] -o REPORT.html [--measure] [--repeat N] [--svg DIR] [--params DIR] [--no-pretuned]\n"
                   "  DB: a file (SQLite) or postgresql://...; with MODEL: its tasks, and what a build here chooses\n");
   return 2;
 }
@@ -32,7 +32,7 @@ int cli_write_report(const report_opts *o, const char *out_path) {
 }
 
 int cmd_report(int argc, char **argv) {
-  report_opts o = {.repeat = 10, .data = {.seed = 1}};
+  report_opts o = {.repeat = 10, .data = {.seed = 1}, .pretuned = db_chooser_pretuned_default()};
   const char *out = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -42,6 +42,7 @@ int cmd_report(int argc, char **argv) {
     if (!strcmp(a, "-o") && v) out = v, i++;
     else if (!strcmp(a, "--svg") && v) o.svg_dir = v, i++;
     else if (!strcmp(a, "--measure")) o.measure = 1;
+    else if (!strcmp(a, "--no-pretuned")) o.pretuned = NULL;
     else if (!strcmp(a, "--repeat") && v) {
       o.repeat = atoi(v), i++;
       if (o.repeat < 1 || o.repeat > 10000) { fprintf(stderr, "temper report: --repeat expects 1 to 10000, got '%s'\n", v); return 2; }

@@ -158,7 +158,7 @@ int cmd_tune(int argc, char **argv) {
   else rc = interrupted ? 130 : 0;
   if (interrupted) fprintf(stderr, "temper tune: interrupted; every measurement made is in %s, the leases are released\n", db_where(db));
   if (t.report) {   /* the page of this run, also after Ctrl-C or a failure */
-    report_opts ro = {.db = t.db, .model = t.model, .data = t.data, .repeat = 10};
+    report_opts ro = {.db = t.db, .model = t.model, .data = t.data, .repeat = 10, .pretuned = o->pretuned};
     if (cli_write_report(&ro, t.report) && !rc) rc = 1;
   }
 out:

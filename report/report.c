@@ -559,7 +559,11 @@ static void build_block(page *pg, int threads, const cg_target *host, temper_eng
   db_chooser *dc = NULL;
   program p = {0};
   diag d = {0};
-  if (db_chooser_open(o->db, host, threads, 0, &dc, err, sizeof err)) { h(pg, "p", err); return; }
+  if (db_chooser_open(o->db, host, threads, 0, &dc, err, sizeof err) || db_chooser_use_pretuned(dc, o->pretuned, err, sizeof err)) {
+    h(pg, "p", err);
+    db_chooser_close(dc);
+    return;
+  }
   if (program_read(&p, o->model, &d) || program_data(&p, &o->data, &d) || db_chooser_set_model(dc, p.g, &d)) {
     h(pg, "p", d.msg);
     goto out;
@@ -580,6 +584,21 @@ static void build_block(page *pg, int threads, const cg_target *host, temper_eng
                    "use the default config, %.1f%% of the model's conv2d FLOPs.</p>\n",
                 cs.est_s * 1e3, cs.est_complete ? "" : " (workloads without records not counted)", cs.n_fell, cs.n_workloads,
                 100 * cs.fell_flops_share);
+  if (cs.n_pretuned) {   /* which shipped log, at which match level, for which workload */
+    strbuf_printf(b, "<p>%d of %d workloads have no record of yours and take a shipped pre-tuned log's "
+                     "(<code>--no-pretuned</code>: the default configs instead):</p><ul class=\"pretuned\">\n", cs.n_pretuned, cs.n_workloads);
+    for (int i = 0; i < cs.n_workloads; i++) {
+      chooser_entry c;
+      db_chooser_get(dc, i, &c);
+      if (!c.pretuned) continue;
+      strbuf_printf(b, "<li data-level=\"%s\">", c.level_name);
+      svg_text(b, c.key);
+      strbuf_printf(b, ": ");
+      svg_text(b, c.pretuned);
+      strbuf_printf(b, " (%s), %.3f ms there</li>\n", c.level_name, c.median_s * 1e3);
+    }
+    strbuf_printf(b, "</ul>\n");
+  }
   int changed = 0;
   for (int i = 0; i < cs.n_workloads; i++) {
     chooser_entry c;

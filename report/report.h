@@ -21,6 +21,7 @@ typedef struct report_opts {
   int measure;                  /* build the model as `temper build` would, and time it */
   int repeat;                   /* --measure: runs per timing (default 10) */
   const char *svg_dir;          /* also each plot as DIR/NAME.svg (NULL: none) */
+  const char *pretuned;         /* the shipped logs the build uses where db has nothing (NULL: none) */
 } report_opts;
 
 /* writes the page to out; *n_sections the (target, threads) groups shown */

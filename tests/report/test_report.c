@@ -108,6 +108,23 @@ static void test_page_of_a_tuned_model(void **state) {
   assert_null(strstr(page, "<link"));
   assert_null(strstr(page, "<script"));
   free(page);
+  /* a database with one of the two workloads, and a shipped log with both:
+   * the build block names the log and the match level of the other */
+  expect(sh("mkdir -p %s/logs && %s db export %s/t.db --best-only -o %s/logs/m.jsonl 2>&1", dir, T, dir, dir), 0, "exported");
+  expect(sh("cd %s && %s tune " MODEL " --db %s/one.db --trials 2 --top-k 0 --min-repeat-ms 1 --no-pretuned --task c16_h8 2>&1",
+            TEMPER_SOURCE_DIR, T, dir), 0, "");
+  expect(sh("cd %s && TEMPER_PRETUNED=%s/logs %s report %s/one.db " MODEL " -o %s/pre.html 2>&1", TEMPER_SOURCE_DIR, dir, T, dir, dir),
+         0, "1 section");
+  snprintf(path, sizeof path, "%s/pre.html", dir);
+  page = read_file(path);
+  assert_non_null(page);
+  const char *list = strstr(page, "<ul class=\"pretuned\">");
+  assert_non_null(list);
+  assert_non_null(strstr(list, "conv2d_n1_c3_h16_w16"));
+  if (!strstr(list, "/logs/m.jsonl (exact target)")) fail_msg("%.600s", list);
+  free(page);
+  expect(sh("cd %s && %s report %s/one.db " MODEL " -o %s/nopre.html --no-pretuned 2>&1 && grep -c 'class=\"pretuned\"' %s/nopre.html",
+            TEMPER_SOURCE_DIR, T, dir, dir, dir), 1, "0");
 }
 
 /* errors are marked on a task's curve by kind, with a legend */

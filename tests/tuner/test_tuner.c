@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include "helpers.h"
 #include "cost_model.h"
+#include "log.h"
 #include "tune.h"
 
 /* a synthetic landscape: fastest near ic_bn=16, oc_bn=32, ow_bn=7, oh_bn=2
@@ -205,6 +206,58 @@ static void test_default_first(void **state) {
     free(f);
     temper_db_close(db);
   }
+}
+
+
+/* a task without records of this machine measures the shipped log's config
+ * right after the default; once it has records, the log is not asked again */
+static void test_pretuned_first(void **state) {
+  (void)state;
+  tune_task t;
+  make_task(&t, 64, 56, 64);
+  sched_config def;
+  config_default(&t.space, &def);
+  int64_t def_idx = space_index(&t.space, &def);
+  temper_db *db = NULL;
+  char err[512];
+  assert_int_equal(temper_db_open(tmpdb("pre_a"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  fake *f = calloc(1, sizeof *f);
+  tune_opts o = fake_opts(f, SEARCH_GA, 3, 24);
+  tune_task_result r;
+  diag d = {0};
+  assert_int_equal(tune_run(db, &t, 1, &o, "elsewhere", &r, &d), TEMPER_OK);
+  sched_config best;
+  assert_int_equal(config_parse(&t.space, r.best_config, &best, err, sizeof err), 0);
+  int64_t best_idx = space_index(&t.space, &best);
+  assert_true(best_idx != def_idx);
+  char log[256];
+  snprintf(log, sizeof log, "/tmp/temper_test_pre_%d.jsonl", (int)getpid());
+  FILE *lf = fopen(log, "w");
+  log_filter filt = {.best_only = 1};
+  int nw = 0;
+  assert_int_equal(log_export(db, lf, &filt, &nw, &d), TEMPER_OK);
+  fclose(lf);
+  temper_db_close(db);
+  assert_int_equal(temper_db_open(tmpdb("pre_b"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  memset(f, 0, sizeof *f);
+  o = fake_opts(f, SEARCH_RANDOM, 9, 6);
+  o.pretuned = log;
+  assert_int_equal(tune_run(db, &t, 1, &o, "here", &r, &d), TEMPER_OK);
+  assert_int_equal(f->seen[0], def_idx);
+  assert_int_equal(f->seen[1], best_idx);
+  assert_int_equal(r.pretuned, 1);
+  assert_true(r.best_s <= landscape(&t.space, &best) * 1.0000001);
+  assert_int_equal(tune_run(db, &t, 1, &o, "again", &r, &d), TEMPER_OK);   /* records now: the search alone */
+  assert_int_equal(r.pretuned, 0);
+  assert_int_equal(f->calls, 12);
+  /* a log that is not there: an error naming it, nothing measured */
+  o.pretuned = "/nonexistent/logs";
+  assert_int_not_equal(tune_run(db, &t, 1, &o, "bad", &r, &d), TEMPER_OK);
+  assert_non_null(strstr(d.msg, "/nonexistent/logs"));
+  assert_int_equal(f->calls, 12);
+  free(f);
+  temper_db_close(db);
+  unlink(log);
 }
 
 /* on the synthetic landscape GA finds better configs than random in the same
@@ -416,7 +469,7 @@ int main(void) {
       cmocka_unit_test(test_scheduler_favours_gain),
       cmocka_unit_test(test_cost_model_ranks), cmocka_unit_test(test_xgb_search),
       cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
-      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first), cmocka_unit_test(test_paired_compare),           cmocka_unit_test(test_resume_with_fake),
+      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first), cmocka_unit_test(test_pretuned_first), cmocka_unit_test(test_paired_compare),           cmocka_unit_test(test_resume_with_fake),
       cmocka_unit_test(test_real_tune_records_and_errors), 
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
