@@ -178,7 +178,9 @@ static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag 
   }
   if (n->kind == N_CALL && (is_binary(n->op) || n->op == OP_BIAS_ADD) && n->ty.shape.ndim == 4) {
     int b1 = n->op == OP_BIAS_ADD ? 0 : get_blk(a, args[1]);
-    int act = b0 ? 0 : 1, B = b0 ? b0 : b1;   /* the blocked activation operand */
+    /* the blocked activation operand: blocked and of the result's shape (a
+     * squeeze-excite scale [1, C, 1, 1] may come first and be blocked too) */
+    int act = b0 && shape_eq(&n->args[0]->ty.shape, &n->ty.shape) ? 0 : 1, B = act ? b1 : b0;
     if (B && shape_eq(&n->args[act]->ty.shape, &n->ty.shape)) {
       node *o = args[1 - act], *oo = n->args[1 - act], *no;
       int64_t C = n->ty.shape.d[1];
@@ -186,7 +188,10 @@ static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag 
         no = reshape_blocked(g, o, C, B);
       else if (n->op == OP_BIAS_ADD) no = NULL;
       else if (shape_eq(&oo->ty.shape, &n->ty.shape)) no = to_block(g, a, o, B);
-      else if (per_channel(&oo->ty.shape, &n->ty.shape)) no = reshape_blocked(g, o, C, B);
+      else if (per_channel(&oo->ty.shape, &n->ty.shape)) {   /* from NCHW: a [1, C, 1, 1] value in any blocks is one copy away */
+        node *plain = to_block(g, a, o, 0);
+        no = plain ? reshape_blocked(g, plain, C, B) : NULL;
+      }
       else if (all_ones(&oo->ty.shape)) no = o;
       else no = NULL;
       if (no) {

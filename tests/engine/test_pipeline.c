@@ -81,10 +81,38 @@ static void test_pipeline_winograd(void **state) {
   free(w);
   temper_graph_destroy(g);
 }
+
+/* a squeeze-excite scale first in the multiply (as PyTorch exports it):
+ * the activation stays in its blocks, the scale [1, C, 1, 1] is reshaped to
+ * them; no transform of the activation to NCHW and back */
+static void test_pipeline_squeeze_excite(void **state) {
+  (void)state;
+  temper_graph *g = parse_ok(
+      "def @main(%x: Tensor[(1, 32, 14, 14), float32], %w: Tensor[(32, 32, 1, 1), float32], %w1: Tensor[(32, 32, 1, 1), float32],\n"
+      "          %w2: Tensor[(32, 32, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w, kernel_size=[1, 1]);\n"
+      "  %1 = nn.global_avg_pool2d(%0);\n"
+      "  %2 = nn.conv2d(%1, %w1, kernel_size=[1, 1]);\n"
+      "  %3 = sigmoid(%2);\n"
+      "  %4 = multiply(%3, %0);\n"
+      "  nn.conv2d(%4, %w2, kernel_size=[1, 1])\n}\n");
+  diag d = {0};
+  assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+  char *p = print_graph(g);
+  int to_nchw = 0;
+  for (char *q = p; (q = strstr(q, "dst_layout=\"NCHW\"")); q++) to_nchw++;
+  if (to_nchw != 2) fprintf(stderr, "%s", p);
+  assert_int_equal(to_nchw, 2);   /* the scale (1×1: a copy), and the model's output */
+  assert_non_null(strstr(p, "newshape=[2, 1, 1, 16]"));
+  free(p);
+  temper_graph_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_resnet_block),
       cmocka_unit_test(test_pipeline_winograd),
+      cmocka_unit_test(test_pipeline_squeeze_excite),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
