@@ -267,6 +267,8 @@ temper_status typeinfer(temper_graph *g, diag *d);
 /* Types one node (and any new nodes feeding it) whose inputs are typed. */
 temper_status typeinfer_node(temper_graph *g, node *n, diag *d);
 temper_status simplify(temper_graph *g, diag *d);
+/* sink.c: transpose(f(transpose(x, p), consts), p⁻¹) → f(x, consts'), f elementwise */
+temper_status sink_transposes(temper_graph *g, diag *d);
 temper_status fold_constants(temper_graph *g, diag *d);
 temper_status fuse(temper_graph *g, diag *d);
 

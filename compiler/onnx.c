@@ -386,6 +386,31 @@ static node *dense_weight(imp *m, node *b, int transpose) {
   return t;
 }
 
+static temper_status transpose4(imp *m, node *x, const int64_t *axes, node **y) {
+  *y = call(m, OP_TRANSPOSE, 1, &x);
+  if (!*y) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  (*y)->attrs->v[ATTR_AXES].n = 4;
+  for (int i = 0; i < 4; i++) (*y)->attrs->v[ATTR_AXES].i[i] = axes[i];
+  return typed(m, *y);
+}
+
+/* y[n, h, w, :] = a[n, h, w, :] · B as transpose(conv2d(transpose(a), Bᵀ as [N, C, 1, 1])) */
+static temper_status matmul_as_conv(imp *m, node *a, node *b) {
+  int64_t C = b->ty.shape.d[0], N = b->ty.shape.d[1];
+  node *wt = dense_weight(m, b, 1), *x, *y;
+  if (!wt) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  wt->ty.shape = (shape_t){4, {N, C, 1, 1}};   /* [N, C] row-major is [N, C, 1, 1] */
+  TRY(transpose4(m, a, (int64_t[]){0, 3, 1, 2}, &x));
+  node *args[2] = {x, wt};
+  node *c = call(m, OP_CONV2D, 2, args);
+  if (!c) return diag_fail(m->d, TEMPER_ENOMEM, "out of memory");
+  c->attrs->v[ATTR_CHANNELS].i[0] = N;
+  c->attrs->v[ATTR_KERNEL_SIZE].i[0] = c->attrs->v[ATTR_KERNEL_SIZE].i[1] = 1;
+  TRY(typed(m, c));
+  TRY(transpose4(m, c, (int64_t[]){0, 2, 3, 1}, &y));
+  return set_out(m, 0, y);
+}
+
 static temper_status gemm(imp *m, int matmul) {
   node *a, *b, *cc = NULL;
   TRY(input(m, 0, &a));
@@ -405,6 +430,12 @@ static temper_status gemm(imp *m, int matmul) {
     TRY(typed(m, t));
     a = t;
   }
+  /* MatMul of a 4-d input by a constant matrix: a linear layer at every
+   * pixel of an NHWC tensor (ConvNeXt's MLPs) is a 1×1 conv2d on NCHW, between
+   * two transposes that the sink pass (sink.c) cancels against their
+   * neighbours where elementwise ops sit between */
+  if (matmul && a->ty.shape.ndim == 4 && b->ty.shape.ndim == 2 && b->ty.shape.d[0] == a->ty.shape.d[3])
+    return matmul_as_conv(m, a, b);
   /* MatMul of an N-d input by a constant matrix (a linear layer on NHWC):
    * the leading dimensions flattened into rows, and restored after */
   shape_t lead = a->ty.shape;

@@ -1,5 +1,5 @@
 /* pipeline.c: the compiler's passes as one column, QBE style. Set
- * TEMPER_DUMP=simplify,fold,layout,fuse (or "all") to print the program after
+ * TEMPER_DUMP=simplify,sink,fold,layout,fuse (or "all") to print the program after
  * each named step on stderr. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +26,7 @@ static void dump(temper_graph *g, const char *step) {
 temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, diag *d) {
   STEP("typeinfer", typeinfer(g, d));
   STEP("simplify", simplify(g, d));
+  STEP("sink", sink_transposes(g, d));
   STEP("fold", fold_constants(g, d));
   STEP("layout", layout_alter(g, o, d));
   STEP("fold", fold_constants(g, d));

@@ -178,6 +178,14 @@ static const char *const op_cases[] = {
     "def @main(%x: Tensor[(2, 37), float32], %w: Tensor[(10, 37), float32], %b: Tensor[(10), float32]) {\n"
     "  %0 = nn.dense(%x, %w);\n  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)\n}",
     "def @main(%x: Tensor[(1, 64), float32], %w: Tensor[(3, 64), float32]) { nn.dense(%x, %w, units=3) }",
+    /* transposes around elementwise ops cancel (sink.c): a SiLU with a bias in NHWC between two convs;
+     * and not when a value inside is used outside too */
+    "def @main(%x: Tensor[(1, 8, 5, 6), float32], %b: Tensor[(8), float32], %w: Tensor[(8, 8, 1, 1), float32]) {\n"
+    "  %0 = transpose(%x, axes=[0, 2, 3, 1]);\n  %1 = add(%0, %b);\n  %2 = sigmoid(%1);\n  %3 = multiply(%1, %2);\n"
+    "  %4 = transpose(%3, axes=[0, 3, 1, 2]);\n  nn.conv2d(%4, %w, kernel_size=[1, 1])\n}",
+    "def @main(%x: Tensor[(1, 8, 5, 6), float32], %b: Tensor[(6, 8), float32]) {\n"
+    "  %0 = transpose(%x, axes=[0, 2, 3, 1]);\n  %1 = multiply(%b, %0);\n  %2 = tanh(%1);\n"
+    "  %3 = transpose(%2, axes=[0, 3, 1, 2]);\n  (%3, %1)\n}",
     /* dense over many rows: a 1×1 conv2d (simplify.c), rows as square as they factor, or one row of 17 */
     "def @main(%x: Tensor[(35, 37), float32], %w: Tensor[(10, 37), float32], %b: Tensor[(10), float32]) {\n"
     "  %0 = nn.dense(%x, %w);\n  %1 = nn.bias_add(%0, %b);\n  nn.relu(%1)\n}",
