@@ -2,6 +2,7 @@
  * usable one at the exact target; stale template versions ignored; the
  * nearest measured thread count; the default where there is none; the
  * report as data. */
+#include <dirent.h>
 #include <sys/stat.h>
 #include "choose.h"
 #include "log.h"
@@ -232,7 +233,62 @@ static void test_pretuned(void **state) {
   unlink(bad), unlink(log1), rmdir(dir), unlink(user), unlink(other);
 }
 
+typedef struct log_check { int records, stale; } log_check;
+static temper_status check_record(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
+  (void)op, (void)desc, (void)flops;
+  log_check *c = ctx;
+  c->records++;
+  if (r->tmpl_version != tune_tmpl_version(r->tmpl)) {
+    fprintf(stderr, "%s: %s version %d, in force %d\n", r->workload, r->tmpl, r->tmpl_version, tune_tmpl_version(r->tmpl));
+    c->stale++;
+  }
+  return TEMPER_OK;
+}
+
+/* the logs the repository ships (logs/): they parse, their template versions
+ * are in force, and a build from them equals the reference — taking them
+ * where one matches this machine */
+static void test_shipped_logs(void **state) {
+  (void)state;
+  DIR *dir = opendir(TEMPER_SOURCE_DIR "/logs");
+  assert_non_null(dir);
+  cg_target host;
+  diag d = {0};
+  cg_host_target(&host, &d);
+  int n_logs = 0, matches = 0;
+  for (struct dirent *e; (e = readdir(dir));) {
+    size_t len = strlen(e->d_name);
+    if (len < 7 || strcmp(e->d_name + len - 6, ".jsonl")) continue;
+    char path[4096], err[4096];
+    snprintf(path, sizeof path, "%s/logs/%s", TEMPER_SOURCE_DIR, e->d_name);
+    temper_db *db = NULL;
+    assert_int_equal(temper_db_open(":memory:", tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+    log_result res;
+    if (log_import(db, path, 0, &res, &d)) fail_msg("%s", d.msg);
+    log_check c = {0};
+    assert_int_equal(db_foreach(db, 0, check_record, &c), TEMPER_OK);
+    assert_true(c.records > 0);
+    assert_int_equal(c.records, res.imported);
+    if (c.stale) fail_msg("%s: %d records of template versions no longer in force (re-tune, or drop them)", path, c.stale);
+    db_target_row *rows = NULL;
+    int nt = 0;
+    assert_int_equal(db_targets(db, &rows, &nt), TEMPER_OK);
+    for (int i = 0; i < nt; i++) matches += target_match(&rows[i].t, &host) >= 0;
+    free(rows);
+    temper_db_close(db);
+    n_logs++;
+  }
+  closedir(dir);
+  assert_true(n_logs > 0);
+  /* ResNet-18's first stage: in every shipped log */
+  result r = sh("cd %s && %s build examples/resnet_block.relay --pretuned logs --check -o /tmp/temper_shipped_%d.so 2>&1; "
+                "rm -f /tmp/temper_shipped_%d.so /tmp/temper_shipped_%d.h", TEMPER_SOURCE_DIR, TEMPER_BINARY, (int)getpid(),
+                (int)getpid(), (int)getpid());
+  if (r.code || !strstr(r.out, "ok: within") || (matches && !strstr(r.out, "pre-tuned ("))) fail_msg("%s", r.out);
+  free(r.out);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_choices), cmocka_unit_test(test_pretuned)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_choices), cmocka_unit_test(test_pretuned), cmocka_unit_test(test_shipped_logs)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
