@@ -95,9 +95,10 @@ static void print_summary(const tune_opts *o, const tune_task *tasks, const tune
       complete = 0;
     }
   }
-  int n_pre = 0;
-  for (int i = 0; i < n; i++) n_pre += res[i].pretuned;
+  int n_pre = 0, rows = 0;
+  for (int i = 0; i < n; i++) n_pre += res[i].pretuned, rows = res[i].pretuned_rows > rows ? res[i].pretuned_rows : rows;
   if (n_pre) printf("%d task%s began with the config of a shipped pre-tuned log (after the default)\n", n_pre, n_pre > 1 ? "s" : "");
+  if (rows) printf("the cost model started from %d records of the shipped pre-tuned logs\n", rows);
   if (t_best > 0)
     printf("estimated conv2d time of the model: %.2f ms with the best configs, %.2f ms with the defaults (%.2fx)%s\n",
            t_best * 1e3, t_def * 1e3, t_def / t_best, complete ? "" : " (tasks without both measurements left out)");

@@ -451,3 +451,22 @@ const char *db_chooser_pretuned_default(void) {
   return NULL;
 #endif
 }
+
+typedef struct pre_walk { const pretuned_log *pl; int max_level; db_record_fn fn; void *ctx; } pre_walk;
+
+static temper_status pre_record(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
+  pre_walk *w = ctx;
+  for (int lv = 0; lv <= w->max_level; lv++)
+    for (int k = 0; k < w->pl->n_targets[lv]; k++)
+      if (w->pl->targets[lv][k] == r->target_id) return w->fn(w->ctx, r, op, desc, flops);
+  return TEMPER_OK;
+}
+
+temper_status db_chooser_foreach_pretuned(db_chooser *dc, db_record_fn fn, void *ctx) {
+  temper_status s = TEMPER_OK;
+  for (int p = 0; p < dc->n_pre && !s; p++) {
+    pre_walk w = {&dc->pre[p], dc->max_level, fn, ctx};
+    s = db_foreach(dc->pre[p].db, 0, pre_record, &w);
+  }
+  return s;
+}

@@ -9,6 +9,7 @@
 #ifndef TEMPER_CHOOSE_H
 #define TEMPER_CHOOSE_H
 #include "engine.h"
+#include "db.h"
 #include "space.h"
 
 typedef struct db_chooser db_chooser;
@@ -22,6 +23,9 @@ void db_chooser_close(db_chooser *dc);
  * matches this machine (graded target matching, as for the database). The
  * user's records always win. path NULL, "" or "off": none. */
 temper_status db_chooser_use_pretuned(db_chooser *dc, const char *path, char *err, size_t n);
+/* every record of the pre-tuned logs whose target matches this machine (the
+ * tuner's cost model starts from them) */
+temper_status db_chooser_foreach_pretuned(db_chooser *dc, db_record_fn fn, void *ctx);
 /* where the shipped logs are: $TEMPER_PRETUNED, else the source tree's logs/ */
 const char *db_chooser_pretuned_default(void);
 /* a sched_chooser (pipeline_opts.choose); ctx: the db_chooser */

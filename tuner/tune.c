@@ -275,6 +275,7 @@ static void progress(tuner *tu, int ti, int nt, const tune_task *t, int done, in
 typedef struct transfer {
   const tune_task *t;
   int64_t target_id;
+  int pretuned;            /* rows of the shipped logs: any matching target, this workload too */
   int vec;
   float *x, *y;
   unsigned *groups;
@@ -285,7 +286,7 @@ typedef struct transfer {
 static temper_status collect_transfer(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
   (void)op, (void)desc, (void)flops;
   transfer *tr = ctx;
-  if (r->target_id != tr->target_id || r->status != DB_OK || !strcmp(r->workload, tr->t->key) ||
+  if ((!tr->pretuned && (r->target_id != tr->target_id || !strcmp(r->workload, tr->t->key))) || r->status != DB_OK ||
       tune_tmpl_version(r->tmpl) != r->tmpl_version || r->gflops <= 0)
     return TEMPER_OK;
   conv_workload w;
@@ -369,7 +370,15 @@ static temper_status task_begin(tuner *tu, const tune_task *t, int ti, int nt, t
   memset(res, 0, sizeof *res);
   if (o->search == SEARCH_XGB) {   /* start warm from other workloads' records */
     transfer tr = {.t = t, .target_id = tu->target_id, .vec = t->space.vec};
-    if (!db_foreach(tu->db, 0, collect_transfer, &tr) && tr.n) search_set_transfer(&st->sr, tr.x, tr.y, tr.n, tr.groups, tr.ng);
+    temper_status ts = db_foreach(tu->db, 0, collect_transfer, &tr);
+    if (!ts && tu->pre) {   /* and the shipped logs: a workload new here starts from what other machines of its kind learnt */
+      tr.pretuned = 1;
+      tr.last_key[0] = 0;
+      int before = tr.n;
+      ts = db_chooser_foreach_pretuned(tu->pre, collect_transfer, &tr);
+      res->pretuned_rows = tr.n - before;
+    }
+    if (!ts && tr.n) search_set_transfer(&st->sr, tr.x, tr.y, tr.n, tr.groups, tr.ng);
     res->transfer_rows = tr.n;
     free(tr.x), free(tr.y), free(tr.groups);
   }

@@ -42,6 +42,7 @@ typedef struct tune_task_result {
   double compile_s, measure_s;   /* builder and runner time spent on the task */
   int transfer_rows;             /* xgb: records of other workloads it started from */
   int pretuned;                  /* a shipped log's config was among its first trials */
+  int pretuned_rows;             /* xgb: of transfer_rows, records of the shipped logs */
   double best_s, default_s;   /* per call, 0 if unknown */
   char best_config[512];
   char tuned_by[64];             /* another tuner of this round finished the task: its host */

@@ -260,6 +260,52 @@ static void test_pretuned_first(void **state) {
   unlink(log);
 }
 
+
+/* the cost model starts from the shipped logs: a workload no log holds,
+ * tuned with xgb for one batch, does better from another workload's log
+ * than cold (the fake landscape is the same for both), over several seeds */
+static void test_pretuned_cost_model(void **state) {
+  (void)state;
+  tune_task a, b;
+  make_task(&a, 64, 28, 64);
+  make_task(&b, 32, 14, 64);
+  temper_db *db = NULL;
+  char err[512];
+  diag d = {0};
+  assert_int_equal(temper_db_open(tmpdb("pcm_a"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  fake *f = calloc(1, sizeof *f);
+  tune_opts o = fake_opts(f, SEARCH_GA, 11, 200);
+  tune_task_result r;
+  assert_int_equal(tune_run(db, &a, 1, &o, "elsewhere", &r, &d), TEMPER_OK);
+  char logf[256];
+  snprintf(logf, sizeof logf, "/tmp/temper_test_pcm_%d.jsonl", (int)getpid());
+  FILE *lf = fopen(logf, "w");
+  log_filter filt = {.best_only = 1};
+  int nw = 0;
+  assert_int_equal(log_export(db, lf, &filt, &nw, &d), TEMPER_OK);
+  fclose(lf);
+  temper_db_close(db);
+  assert_true(nw >= 4);   /* the best of each class: a ranking to learn from */
+  double cold = 0, warm = 0;
+  for (uint64_t seed = 1; seed <= 4; seed++)
+    for (int pre = 0; pre < 2; pre++) {
+      assert_int_equal(temper_db_open(tmpdb("pcm_b"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+      memset(f, 0, sizeof *f);
+      o = fake_opts(f, SEARCH_XGB, seed, 8);
+      o.no_default = 1;
+      o.pretuned = pre ? logf : NULL;
+      assert_int_equal(tune_run(db, &b, 1, &o, "here", &r, &d), TEMPER_OK);
+      if (pre) assert_int_equal(r.pretuned_rows, nw);
+      if (pre) warm += log(r.best_s);
+      else cold += log(r.best_s);
+      temper_db_close(db);
+    }
+  print_message("best after one batch of 8, geomean: cold %.3f ms, from the log %.3f ms\n", exp(cold / 4) * 1e3, exp(warm / 4) * 1e3);
+  assert_true(warm < cold);
+  free(f);
+  unlink(logf);
+}
+
 /* on the synthetic landscape GA finds better configs than random in the same
  * budget, over several seeds */
 static void test_ga_improves(void **state) {
@@ -469,7 +515,7 @@ int main(void) {
       cmocka_unit_test(test_scheduler_favours_gain),
       cmocka_unit_test(test_cost_model_ranks), cmocka_unit_test(test_xgb_search),
       cmocka_unit_test(test_grid_covers_the_space), cmocka_unit_test(test_reproducible_under_a_seed),
-      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first), cmocka_unit_test(test_pretuned_first), cmocka_unit_test(test_paired_compare),           cmocka_unit_test(test_resume_with_fake),
+      cmocka_unit_test(test_ga_improves),           cmocka_unit_test(test_default_first), cmocka_unit_test(test_pretuned_first), cmocka_unit_test(test_pretuned_cost_model), cmocka_unit_test(test_paired_compare),           cmocka_unit_test(test_resume_with_fake),
       cmocka_unit_test(test_real_tune_records_and_errors), 
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
