@@ -7,6 +7,9 @@
  *   %x ─ conv2d ─ [bias | batch_norm | relu | clip | ×scale | + residual]* ─┐
  *            └──── max/avg pool ── conv2d (groups, depthwise) ─ concat ◀───┘
  *                                                             └─ head: global pool → flatten → dense → softmax
+ *   and the layers of newer networks: channel shuffles and slices, NHWC
+ *   permutes around a bias and GELU or SiLU, a linear layer on every pixel,
+ *   squeeze-excite
  *
  * Shapes are drawn so every op is valid: kernels 1×1 to 7×7 (non-square
  * too), strides 1–3, dilation 1–2, asymmetric padding, channel counts odd
@@ -326,6 +329,62 @@ static void gen_shuffle_or_slice(gen *g) {
   add_val_id(g, id, 4, x->N, c1 - c0, oh, ow);
 }
 
+
+/* layers written for NHWC, as ConvNeXt's: a permute, a bias and an
+ * activation, a permute back (the sink pass cancels the two); or a linear
+ * layer on every pixel, as a dense over N·H·W rows (a 1×1 conv2d once there
+ * are 16 of them); or squeeze-excite with the scale first in the multiply,
+ * as PyTorch exports it */
+static void gen_nhwc_or_se(gen *g) {
+  val *x = pick4(g);
+  x->used = 1;
+  char b[48], w[48];
+  int64_t N = x->N, C = x->C, H = x->H, W = x->W;
+  int k = rnd(g, 3), t = g->next_id++;
+  if (k == 0) {
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%lld)", (long long)C);
+    param(g, b, sizeof b, "b", t, shape);
+    strbuf_printf(&g->body, "  %%%d = transpose(%s, axes=[0, 2, 3, 1]);\n", t, x->name);
+    strbuf_printf(&g->body, "  %%%d = add(%%%d, %s);\n", t + 1, t, b);
+    if (chance(g, 50)) {   /* GELU through erf, the value used twice */
+      strbuf_printf(&g->body, "  %%%d = erf(%%%d);\n", t + 2, t + 1);
+      strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %%%d);\n", t + 3, t + 1, t + 2);
+    } else {
+      strbuf_printf(&g->body, "  %%%d = sigmoid(%%%d);\n", t + 2, t + 1);
+      strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %%%d);\n", t + 3, t + 2, t + 1);
+    }
+    strbuf_printf(&g->body, "  %%%d = transpose(%%%d, axes=[0, 3, 1, 2]);\n", t + 4, t + 3);
+    g->next_id = t + 5;
+    add_val_id(g, t + 4, 4, N, C, H, W);
+    return;
+  }
+  if (k == 1) {
+    int64_t U = rand_channels(g), M = N * H * W;
+    char shape[64];
+    snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)U, (long long)C);
+    param(g, w, sizeof w, "w", t, shape);
+    strbuf_printf(&g->body, "  %%%d = transpose(%s, axes=[0, 2, 3, 1]);\n", t, x->name);
+    strbuf_printf(&g->body, "  %%%d = reshape(%%%d, newshape=[%lld, %lld]);\n", t + 1, t, (long long)M, (long long)C);
+    strbuf_printf(&g->body, "  %%%d = nn.dense(%%%d, %s, units=%lld);\n", t + 2, t + 1, w, (long long)U);
+    strbuf_printf(&g->body, "  %%%d = reshape(%%%d, newshape=[%lld, %lld, %lld, %lld]);\n", t + 3, t + 2, (long long)N, (long long)H,
+                  (long long)W, (long long)U);
+    strbuf_printf(&g->body, "  %%%d = transpose(%%%d, axes=[0, 3, 1, 2]);\n", t + 4, t + 3);
+    g->next_id = t + 5;
+    add_val_id(g, t + 4, 4, N, U, H, W);
+    return;
+  }
+  char shape[64];
+  snprintf(shape, sizeof shape, "(%lld, %lld, 1, 1)", (long long)C, (long long)C);
+  param(g, w, sizeof w, "w", t, shape);
+  strbuf_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%s);\n", t, x->name);
+  strbuf_printf(&g->body, "  %%%d = nn.conv2d(%%%d, %s, channels=%lld, kernel_size=[1, 1]);\n", t + 1, t, w, (long long)C);
+  strbuf_printf(&g->body, "  %%%d = sigmoid(%%%d);\n", t + 2, t + 1);
+  strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %s);\n", t + 3, t + 2, x->name);
+  g->next_id = t + 4;
+  add_val_id(g, t + 3, 4, N, C, H, W);
+}
+
 /* dt_generate: seed → model text; deterministic */
 char *dt_generate(uint64_t seed, const dt_gen_opts *o) {
   gen g = {.o = o ? o : &dt_gen_defaults};
@@ -341,8 +400,9 @@ char *dt_generate(uint64_t seed, const dt_gen_opts *o) {
     if (k < 60 || i == 0) gen_conv(&g);
     else if (k < 75) gen_pool(&g);
     else if (k < 86) gen_concat(&g);
-    else if (k < 93) gen_elementwise(&g);
-    else gen_shuffle_or_slice(&g);
+    else if (k < 91) gen_elementwise(&g);
+    else if (k < 96) gen_shuffle_or_slice(&g);
+    else gen_nhwc_or_se(&g);
   }
   if (chance(&g, 45)) gen_head(&g);
   strbuf out = {0};

@@ -63,6 +63,35 @@ static void test_generate_deterministic_and_valid(void **state) {
   free(y);
 }
 
+
+/* the line after the first occurrence of `at` holds `want` */
+static int next_line_has(const char *text, const char *at, const char *want) {
+  for (const char *p = strstr(text, at); p; p = strstr(p + 1, at)) {
+    const char *nl = strchr(p, '\n'), *end = nl ? strchr(nl + 1, '\n') : NULL;
+    if (!nl || !end) continue;
+    const char *w = strstr(nl, want);
+    if (w && w < end) return 1;
+  }
+  return 0;
+}
+
+/* the generator draws the layers of newer networks too: NHWC permutes
+ * around a bias and an activation, a linear layer on every pixel,
+ * squeeze-excite with the scale first */
+static void test_generator_covers_newer_layers(void **state) {
+  (void)state;
+  int nhwc = 0, rows = 0, se = 0;
+  for (uint64_t seed = 1; seed <= 600; seed++) {
+    char *t = dt_generate(seed, NULL);
+    nhwc += next_line_has(t, "axes=[0, 2, 3, 1]);", "= add(%");
+    rows += next_line_has(t, "axes=[0, 2, 3, 1]);", "= reshape(%");
+    se += next_line_has(t, "= nn.global_avg_pool2d(", "kernel_size=[1, 1]);");
+    free(t);
+  }
+  print_message("of 600 networks: %d NHWC activations, %d linear layers on pixels, %d squeeze-excites\n", nhwc, rows, se);
+  assert_true(nhwc >= 3 && rows >= 3 && se >= 3);
+}
+
 /* NETWORKS random networks in each mode equal the reference */
 static void run_networks(dt_mode mode, int threads) {
   long kernels = 0, configs = 0;
@@ -163,7 +192,7 @@ static void test_case_replays(void **state) {
  * ctest runs the parts side by side; none: everything */
 int main(int argc, char **argv) {
   const struct CMUnitTest base[] = {
-      cmocka_unit_test(test_generate_deterministic_and_valid),
+      cmocka_unit_test(test_generate_deterministic_and_valid), cmocka_unit_test(test_generator_covers_newer_layers),
       cmocka_unit_test(test_regressions),
       cmocka_unit_test(test_case_replays),
   };
