@@ -14,7 +14,7 @@ static int usage(void) {
   fprintf(stderr, "usage: temper build MODEL [--db DB] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
                   "                    [--target host|CPU|CPU:FEATURES] [--match exact|any]\n"
                   "                    [--emit obj|asm|llvm|loops] [--embed-limit MB] [--seed S] [--input NAME=FILE.npy]...\n"
-                  "                    [--check] [--no-pretuned | --pretuned PATH]\n");
+                  "                    [--check] [--no-pretuned | --pretuned PATH] [--predict]\n");
   return 2;
 }
 
@@ -49,7 +49,7 @@ out:
 
 typedef struct build_args {
   const char *model, *db, *target, *pretuned;
-  int threads, strict, exact, check;
+  int threads, strict, exact, check, predict;
   program_opts data;
   aot_opts ao;
 } build_args;
@@ -67,6 +67,7 @@ static int parse_args(int argc, char **argv, build_args *b) {
     else if (!strcmp(a, "--strict")) b->strict = 1;
     else if (!strcmp(a, "--check")) b->check = 1;
     else if (!strcmp(a, "--no-pretuned")) b->pretuned = "off";
+    else if (!strcmp(a, "--predict")) b->predict = 1;
     else if (!strcmp(a, "--pretuned") && v) b->pretuned = v, i++;
     else if (!strcmp(a, "--target") && v) b->target = v, i++;
     else if (!strcmp(a, "--match") && v && (!strcmp(v, "exact") || !strcmp(v, "any"))) b->exact = !strcmp(v, "exact"), i++;
@@ -121,6 +122,7 @@ int cmd_build(int argc, char **argv) {
     fprintf(stderr, "temper build: %s\n", err);
     goto out;
   }
+  db_chooser_predict_defaults(dc, b.predict);
   pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
   if (cli_load(b.model, &b.data, &p)) goto out;
   d = (diag){.path = p.g->path, .text = p.g->text};

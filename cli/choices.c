@@ -11,6 +11,10 @@ int cli_print_choices(const db_chooser *dc) {
   for (int i = 0; i < s.n_workloads; i++) {
     chooser_entry c;
     db_chooser_get(dc, i, &c);
+    if (c.predicted) {
+      printf("%-66.66s %5d  predicted by the cost model (no record): %s\n", c.key, c.count, c.predicted_config);
+      continue;
+    }
     if (!c.config) {
       printf("%-66.66s %5d  default config (no record)\n", c.key, c.count);
       continue;
@@ -36,9 +40,12 @@ int cli_print_choices(const db_chooser *dc) {
            s.stale_choices > 1 ? "s" : "");
   if (s.n_pretuned)
     printf("pre-tuned: %d of %d workloads from shipped logs (--no-pretuned: the default configs instead)\n", s.n_pretuned, s.n_workloads);
-  if (s.n_fell)
+  if (s.n_fell && !s.n_predicted)
     printf("fallback: %d of %d workloads use the default config: %.1f%% of the model's conv2d FLOPs\n", s.n_fell, s.n_workloads,
            100 * s.fell_flops_share);
+  else if (s.n_fell)
+    printf("fallback: %d of %d workloads have no record, %d of them the cost model's pick (--predict): %.1f%% of the model's conv2d FLOPs\n",
+           s.n_fell, s.n_workloads, s.n_predicted, 100 * s.fell_flops_share);
   if (s.est_s > 0)
     printf("estimated conv2d latency from the records: %.2f ms%s\n", s.est_s * 1e3,
            s.est_complete ? "" : " (workloads without records not counted)");

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include "log.h"
+#include "search.h"
 #include "choose.h"
 #include "target.h"
 #include "tune.h"
@@ -28,6 +29,7 @@ typedef struct choice {
   double fastest_s;        /* the fastest record, when layout picked another */
   int level;               /* how the records' target matched */
   int pretuned;            /* 1 + the shipped log the record came from; 0: the user's database */
+  int predicted;           /* no record anywhere: the cost model's pick (config), not measured */
   int in_context;          /* a choice of `temper refine` replaced the records' pick */
   double gain_s;           /* ... saving this much in the whole model */
   char refined_at[32];
@@ -56,6 +58,9 @@ struct db_chooser {
   int n_targets[LEVEL_COUNT];
   pretuned_log pre[PRETUNED_MAX];  /* where db has nothing for a workload */
   int n_pre;
+  int predict;             /* where nothing has a record: ask the cost model trained on the logs */
+  int rows_read;           /* the logs' records read into rows (at the first such workload) */
+  tune_rows rows;
   cg_target target;
   int max_level;           /* --match exact: LEVEL_EXACT */
   int threads;
@@ -158,6 +163,47 @@ static void collect_alternatives(db_chooser *dc, choice *c, const struct task_sp
   }
 }
 
+typedef struct pre_walk { const pretuned_log *pl; int max_level; db_record_fn fn; void *ctx; } pre_walk;
+
+/* a record of a log whose target matches this machine, to w->fn */
+static temper_status pre_record(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
+  pre_walk *w = ctx;
+  for (int lv = 0; lv <= w->max_level; lv++)
+    for (int k = 0; k < w->pl->n_targets[lv]; k++)
+      if (w->pl->targets[lv][k] == r->target_id) return w->fn(w->ctx, r, op, desc, flops);
+  return TEMPER_OK;
+}
+
+static temper_status rows_of_record(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
+  (void)op, (void)desc, (void)flops;
+  tune_rows *rows = ctx;
+  if (r->status != DB_OK || r->gflops <= 0 || tune_tmpl_version(r->tmpl) != r->tmpl_version) return TEMPER_OK;
+  return tune_rows_add(rows, r);
+}
+
+/* the cost model, trained once on every record of the logs that match this
+ * machine, picks the config it predicts fastest in the workload's space
+ * (the tuner's xgb search with no measurement of its own: its first pick) */
+static int predict_config(db_chooser *dc, const struct task_space *s, struct sched_config *out) {
+  if (!dc->rows_read) {
+    dc->rows_read = 1;
+    dc->rows.vec = s->vec;
+    for (int p = 0; p < dc->n_pre; p++) {
+      dc->rows.last_key[0] = 0;
+      pre_walk w = {&dc->pre[p], dc->max_level, rows_of_record, &dc->rows};
+      if (db_foreach(dc->pre[p].db, 0, pre_record, &w)) return 0;
+    }
+  }
+  if (dc->rows.n < 16) return 0;
+  search sr;
+  search_init(&sr, SEARCH_XGB, s, 1);
+  search_set_transfer(&sr, dc->rows.x, dc->rows.y, dc->rows.n, dc->rows.groups, dc->rows.ng);
+  int64_t idx = -1;
+  int got = search_next(&sr, &idx, 1) == 1 && idx >= 0 && !space_config(s, idx, out) && space_valid(s, out);
+  search_free(&sr);
+  return got;
+}
+
 /* the best usable record: exact target first, then other levels of match */
 int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
   db_chooser *dc = ctx;
@@ -180,6 +226,11 @@ int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, co
         c->pretuned = 1 + p;
         return 1;
       }
+  if (dc->predict && predict_config(dc, s, out)) {
+    c->predicted = 1;
+    config_json(s, out, c->config, sizeof c->config);
+    return 1;
+  }
   return 0;
 }
 
@@ -351,7 +402,8 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
                          .level_name = target_level_names[c->level], .stale = c->stale, .unusable = c->unusable,
                          .fastest_s = c->fastest_s, .in_context = c->in_context, .gain_s = c->gain_s,
                          .refined_at = c->refined_at, .replaced = c->replaced, .n_alt = c->n_alt,
-                         .pretuned = c->pretuned ? dc->pre[c->pretuned - 1].path : NULL};
+                         .pretuned = c->pretuned ? dc->pre[c->pretuned - 1].path : NULL, .predicted = c->predicted,
+                         .predicted_config = c->predicted ? c->config : NULL};
   for (int k = 0; k < c->n_alt; k++)
     out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k], out->alt_tmpl[k] = c->alt_tmpl[k], out->alt_version[k] = c->alt_version[k];
 }
@@ -369,6 +421,7 @@ void db_chooser_summary(const db_chooser *dc, chooser_summary *out) {
       out->est_s += c->median_s * c->count;
     } else {
       out->n_fell++;
+      out->n_predicted += c->predicted;
       fell += c->flops * c->count;
       out->est_complete = 0;
     }
@@ -382,6 +435,7 @@ void db_chooser_close(db_chooser *dc) {
   if (!dc) return;
   free(dc->c);
   free(dc->choices);
+  tune_rows_free(&dc->rows);
   for (int lv = 0; lv < LEVEL_COUNT; lv++) free(dc->targets[lv]);
   for (int p = 0; p < dc->n_pre; p++) {
     for (int lv = 0; lv < LEVEL_COUNT; lv++) free(dc->pre[p].targets[lv]);
@@ -452,15 +506,8 @@ const char *db_chooser_pretuned_default(void) {
 #endif
 }
 
-typedef struct pre_walk { const pretuned_log *pl; int max_level; db_record_fn fn; void *ctx; } pre_walk;
 
-static temper_status pre_record(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
-  pre_walk *w = ctx;
-  for (int lv = 0; lv <= w->max_level; lv++)
-    for (int k = 0; k < w->pl->n_targets[lv]; k++)
-      if (w->pl->targets[lv][k] == r->target_id) return w->fn(w->ctx, r, op, desc, flops);
-  return TEMPER_OK;
-}
+void db_chooser_predict_defaults(db_chooser *dc, int on) { dc->predict = on; }
 
 temper_status db_chooser_foreach_pretuned(db_chooser *dc, db_record_fn fn, void *ctx) {
   temper_status s = TEMPER_OK;

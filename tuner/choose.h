@@ -23,6 +23,10 @@ void db_chooser_close(db_chooser *dc);
  * matches this machine (graded target matching, as for the database). The
  * user's records always win. path NULL, "" or "off": none. */
 temper_status db_chooser_use_pretuned(db_chooser *dc, const char *path, char *err, size_t n);
+/* where neither the database nor the logs have a record for a workload:
+ * the config the cost model trained on the logs predicts fastest, instead
+ * of the template's default (reported as predicted, counted a fallback) */
+void db_chooser_predict_defaults(db_chooser *dc, int on);
 /* every record of the pre-tuned logs whose target matches this machine (the
  * tuner's cost model starts from them) */
 temper_status db_chooser_foreach_pretuned(db_chooser *dc, db_record_fn fn, void *ctx);
@@ -56,6 +60,8 @@ typedef struct chooser_entry {
   int level;                /* how the record's target matched (target_level) */
   const char *level_name;
   const char *pretuned;     /* the shipped log the record came from; NULL: the user's database */
+  int predicted;            /* no record: the cost model's pick, predicted_config (config is NULL) */
+  const char *predicted_config;
   int stale;                /* records of older template versions, ignored */
   int unusable;             /* records whose config today's space does not hold */
   double fastest_s;         /* the fastest record, when the choice is another */
@@ -76,6 +82,7 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out);   /* point
 typedef struct chooser_summary {
   int threads, n_workloads, n_found, n_fell;
   int n_pretuned;           /* of n_found, from a shipped log */
+  int n_predicted;          /* of n_fell, the cost model's pick instead of the default */
   int n_stale;              /* stale records ignored */
   int stale_choices;        /* refine's choices ignored: the records changed since */
   double fell_flops_share;  /* of the model's conv2d FLOPs on default configs */

@@ -272,23 +272,7 @@ static void progress(tuner *tu, int ti, int nt, const tune_task *t, int done, in
 }
 
 /* ---- transfer: what the database knows of other workloads on this target ---- */
-typedef struct transfer {
-  const tune_task *t;
-  int64_t target_id;
-  int pretuned;            /* rows of the shipped logs: any matching target, this workload too */
-  int vec;
-  float *x, *y;
-  unsigned *groups;
-  int n, cap, ng;
-  char last_key[256];
-} transfer;
-
-static temper_status collect_transfer(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
-  (void)op, (void)desc, (void)flops;
-  transfer *tr = ctx;
-  if ((!tr->pretuned && (r->target_id != tr->target_id || !strcmp(r->workload, tr->t->key))) || r->status != DB_OK ||
-      tune_tmpl_version(r->tmpl) != r->tmpl_version || r->gflops <= 0)
-    return TEMPER_OK;
+temper_status tune_rows_add(tune_rows *tr, const db_record *r) {
   conv_workload w;
   if (workload_from_key(r->workload, &w)) return TEMPER_OK;
   task_space sp;
@@ -313,6 +297,27 @@ static temper_status collect_transfer(void *ctx, const db_record *r, const char 
   }
   tr->groups[tr->ng - 1]++;
   return TEMPER_OK;
+}
+
+void tune_rows_free(tune_rows *tr) {
+  free(tr->x), free(tr->y), free(tr->groups);
+  memset(tr, 0, sizeof *tr);
+}
+
+typedef struct transfer {
+  const tune_task *t;
+  int64_t target_id;
+  int pretuned;            /* rows of the shipped logs: any matching target, this workload too */
+  tune_rows rows;
+} transfer;
+
+static temper_status collect_transfer(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
+  (void)op, (void)desc, (void)flops;
+  transfer *tr = ctx;
+  if ((!tr->pretuned && (r->target_id != tr->target_id || !strcmp(r->workload, tr->t->key))) || r->status != DB_OK ||
+      tune_tmpl_version(r->tmpl) != r->tmpl_version || r->gflops <= 0)
+    return TEMPER_OK;
+  return tune_rows_add(&tr->rows, r);
 }
 
 /* ---- one task's tuning: begin (resume, transfer), batches, end (top-k) ---- */
@@ -369,18 +374,18 @@ static temper_status task_begin(tuner *tu, const tune_task *t, int ti, int nt, t
   for (int i = 0; i < n_done; i++) search_mark(&st->sr, done_idx[i]);
   memset(res, 0, sizeof *res);
   if (o->search == SEARCH_XGB) {   /* start warm from other workloads' records */
-    transfer tr = {.t = t, .target_id = tu->target_id, .vec = t->space.vec};
+    transfer tr = {.t = t, .target_id = tu->target_id, .rows = {.vec = t->space.vec}};
     temper_status ts = db_foreach(tu->db, 0, collect_transfer, &tr);
     if (!ts && tu->pre) {   /* and the shipped logs: a workload new here starts from what other machines of its kind learnt */
       tr.pretuned = 1;
-      tr.last_key[0] = 0;
-      int before = tr.n;
+      tr.rows.last_key[0] = 0;
+      int before = tr.rows.n;
       ts = db_chooser_foreach_pretuned(tu->pre, collect_transfer, &tr);
-      res->pretuned_rows = tr.n - before;
+      res->pretuned_rows = tr.rows.n - before;
     }
-    if (!ts && tr.n) search_set_transfer(&st->sr, tr.x, tr.y, tr.n, tr.groups, tr.ng);
-    res->transfer_rows = tr.n;
-    free(tr.x), free(tr.y), free(tr.groups);
+    if (!ts && tr.rows.n) search_set_transfer(&st->sr, tr.rows.x, tr.rows.y, tr.rows.n, tr.rows.groups, tr.rows.ng);
+    res->transfer_rows = tr.rows.n;
+    tune_rows_free(&tr.rows);
   }
   for (int i = 0; i < n_ok; i++) {
     search_update(&st->sr, oks[i].config_index, oks[i].median_s);

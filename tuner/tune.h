@@ -49,6 +49,17 @@ typedef struct tune_task_result {
   int64_t resumed_run;           /* the task was taken over from this run (a tuner that stopped) */
 } tune_task_result;
 
+/* rows for the cost model: a record's features in its workload's space and
+ * its log throughput, one group per workload (records in workload order) */
+typedef struct tune_rows {
+  float *x, *y;
+  unsigned *groups;
+  int n, cap, ng, vec;
+  char last_key[256];
+} tune_rows;
+temper_status tune_rows_add(tune_rows *t, const db_record *r);
+void tune_rows_free(tune_rows *t);
+
 /* tune_run: tunes every task (matching the pattern) and records every
  * measurement in db as it happens; results[i] for tasks[i]. Tuners that
  * share the database split the tasks by leases (db.h): each task is tuned

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "helpers.h"
+#include "choose.h"
 #include "cost_model.h"
 #include "log.h"
 #include "tune.h"
@@ -302,6 +303,32 @@ static void test_pretuned_cost_model(void **state) {
     }
   print_message("best after one batch of 8, geomean: cold %.3f ms, from the log %.3f ms\n", exp(cold / 4) * 1e3, exp(warm / 4) * 1e3);
   assert_true(warm < cold);
+  /* a build with --predict: for the workload no log holds, the cost model's
+   * pick instead of the default — faster on this landscape — reported as such */
+  cg_target host;
+  cg_host_target(&host, &d);
+  db_chooser *dc = NULL;
+  assert_int_equal(db_chooser_open(NULL, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  assert_int_equal(db_chooser_use_pretuned(dc, logf, err, sizeof err), TEMPER_OK);
+  db_chooser_predict_defaults(dc, 1);
+  task_space sp;
+  space_build(&b.w, host.vec, &sp);
+  sched_config got, def;
+  conv_site site = {0};
+  assert_int_equal(db_chooser_choose(dc, b.key, &sp, &site, &got, err, sizeof err), 1);
+  config_default(&sp, &def);
+  chooser_entry e;
+  db_chooser_get(dc, 0, &e);
+  assert_true(e.predicted);
+  assert_null(e.config);
+  assert_non_null(e.predicted_config);
+  chooser_summary cs;
+  db_chooser_summary(dc, &cs);
+  assert_int_equal(cs.n_fell, 1);
+  assert_int_equal(cs.n_predicted, 1);
+  print_message("predicted %.3f ms, default %.3f ms\n", landscape(&sp, &got) * 1e3, landscape(&sp, &def) * 1e3);
+  assert_true(landscape(&sp, &got) < landscape(&sp, &def));
+  db_chooser_close(dc);
   free(f);
   unlink(logf);
 }
