@@ -117,18 +117,23 @@ temper_status sched_generic(prim *p, diag *d) {
   if (pm && (pm->op == OP_MAX_POOL2D || pm->op == OP_AVG_POOL2D || pm->op == OP_GLOBAL_AVG_POOL2D || pm->op == OP_GLOBAL_MAX_POOL2D) && r == 5 &&
       pm->ty.shape.ndim == 5 && shape_eq(&pm->ty.shape, os) && os->d[4] <= 64)
     return pool_blocked(p, d);
-  int64_t inner = r ? os->d[r - 1] : 1, outer = 1;
-  for (int i = 0; i + 1 < r; i++) outer *= os->d[i];
+  /* the inner loop runs along the last axis longer than 1 (a reduction's
+   * [1, 3136, 96, 1] runs along the 96, not 301,056 times along a 1) */
+  int ax = r - 1;
+  while (ax > 0 && os->d[ax] == 1) ax--;
+  int64_t inner = r ? os->d[ax] : 1, outer = 1;
+  for (int i = 0; i < ax; i++) outer *= os->d[i];
   int vo = lf_var(f, "o"), vi = lf_var(f, "i");
   lstmt *lo = ls_add(f, f->body, ls_for(f, vo, lx_int(f, 0), lx_int(f, outer), outer > 1 ? LOOP_PARALLEL : LOOP_SERIAL));
   lstmt *li = ls_add(f, lo, ls_for(f, vi, lx_int(f, 0), lx_int(f, inner), outer > 1 ? LOOP_SERIAL : LOOP_PARALLEL));
   lexpr *c[TEMPER_MAX_DIMS];
   lexpr *o = lx_var(f, vo);
-  for (int i = r - 2; i >= 0; i--) {
+  for (int i = ax - 1; i >= 0; i--) {
     c[i] = i == 0 ? o : lx_bin(f, LO_MOD, o, lx_int(f, os->d[i]));
     o = lx_bin(f, LO_DIV, o, lx_int(f, os->d[i]));
   }
-  if (r) c[r - 1] = lx_var(f, vi);
+  if (r) c[ax] = lx_var(f, vi);
+  for (int i = ax + 1; i < r; i++) c[i] = lx_int(f, 0);
   epi e = {.p = p, .lanes = 1, .d = d};
   const node *m = p->master;
   if (m && m->op == OP_CONV2D && (m->ty.shape.ndim != 4 || strcmp(m->attrs->v[ATTR_KERNEL_LAYOUT].s, "OIHW")))
