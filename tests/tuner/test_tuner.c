@@ -210,6 +210,19 @@ static void test_default_first(void **state) {
 }
 
 
+/* the database's best records (per class) as a log /tmp/temper_test_TAG_PID.jsonl, as logs/ ships them; how many */
+static int export_best(temper_db *db, const char *tag, char *path, size_t n) {
+  snprintf(path, n, "/tmp/temper_test_%s_%d.jsonl", tag, (int)getpid());
+  FILE *lf = fopen(path, "w");
+  assert_non_null(lf);
+  log_filter filt = {.best_only = 1};
+  int nw = 0;
+  diag d = {0};
+  assert_int_equal(log_export(db, lf, &filt, &nw, &d), TEMPER_OK);
+  assert_int_equal(fclose(lf), 0);
+  return nw;
+}
+
 /* a task without records of this machine measures the shipped log's config
  * right after the default; once it has records, the log is not asked again */
 static void test_pretuned_first(void **state) {
@@ -232,12 +245,7 @@ static void test_pretuned_first(void **state) {
   int64_t best_idx = space_index(&t.space, &best);
   assert_true(best_idx != def_idx);
   char log[256];
-  snprintf(log, sizeof log, "/tmp/temper_test_pre_%d.jsonl", (int)getpid());
-  FILE *lf = fopen(log, "w");
-  log_filter filt = {.best_only = 1};
-  int nw = 0;
-  assert_int_equal(log_export(db, lf, &filt, &nw, &d), TEMPER_OK);
-  fclose(lf);
+  export_best(db, "pre", log, sizeof log);
   temper_db_close(db);
   assert_int_equal(temper_db_open(tmpdb("pre_b"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
   memset(f, 0, sizeof *f);
@@ -279,12 +287,7 @@ static void test_pretuned_cost_model(void **state) {
   tune_task_result r;
   assert_int_equal(tune_run(db, &a, 1, &o, "elsewhere", &r, &d), TEMPER_OK);
   char logf[256];
-  snprintf(logf, sizeof logf, "/tmp/temper_test_pcm_%d.jsonl", (int)getpid());
-  FILE *lf = fopen(logf, "w");
-  log_filter filt = {.best_only = 1};
-  int nw = 0;
-  assert_int_equal(log_export(db, lf, &filt, &nw, &d), TEMPER_OK);
-  fclose(lf);
+  int nw = export_best(db, "pcm", logf, sizeof logf);
   temper_db_close(db);
   assert_true(nw >= 4);   /* the best of each class: a ranking to learn from */
   double cold = 0, warm = 0;
