@@ -176,9 +176,7 @@ static temper_status pre_record(void *ctx, const db_record *r, const char *op, c
 
 static temper_status rows_of_record(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
   (void)op, (void)desc, (void)flops;
-  tune_rows *rows = ctx;
-  if (r->status != DB_OK || r->gflops <= 0 || tune_tmpl_version(r->tmpl) != r->tmpl_version) return TEMPER_OK;
-  return tune_rows_add(rows, r);
+  return tune_rows_add(ctx, r);
 }
 
 /* the cost model, trained once on every record of the logs that match this
@@ -188,11 +186,7 @@ static int predict_config(db_chooser *dc, const struct task_space *s, struct sch
   if (!dc->rows_read) {
     dc->rows_read = 1;
     dc->rows.vec = s->vec;
-    for (int p = 0; p < dc->n_pre; p++) {
-      dc->rows.last_key[0] = 0;
-      pre_walk w = {&dc->pre[p], dc->max_level, rows_of_record, &dc->rows};
-      if (db_foreach(dc->pre[p].db, 0, pre_record, &w)) return 0;
-    }
+    if (db_chooser_foreach_pretuned(dc, rows_of_record, &dc->rows)) return 0;
   }
   if (dc->rows.n < 16) return 0;
   search sr;
@@ -477,17 +471,23 @@ temper_status db_chooser_use_pretuned(db_chooser *dc, const char *path, char *er
   if (!S_ISDIR(st.st_mode)) return add_pretuned(dc, path, err, n);
   DIR *dir = opendir(path);
   if (!dir) { snprintf(err, n, "%s: cannot read the directory", path); return TEMPER_EINVAL; }
-  char *names[PRETUNED_MAX + 1];
+  char *names[PRETUNED_MAX];
   int k = 0;
   temper_status s = TEMPER_OK;
   for (struct dirent *e; (e = readdir(dir)) && !s;) {
     size_t len = strlen(e->d_name);
     if (len < 7 || strcmp(e->d_name + len - 6, ".jsonl")) continue;
-    if (k == PRETUNED_MAX + 1 || !(names[k] = malloc(strlen(path) + len + 2))) { s = TEMPER_ENOMEM; break; }
-    sprintf(names[k++], "%s/%s", path, e->d_name);
+    if (k == PRETUNED_MAX) {
+      snprintf(err, n, "%s: more than %d pre-tuned logs", path, PRETUNED_MAX);
+      s = TEMPER_EINVAL;
+    } else if (!(names[k] = malloc(strlen(path) + len + 2))) {
+      snprintf(err, n, "%s: out of memory", path);
+      s = TEMPER_ENOMEM;
+    } else {
+      sprintf(names[k++], "%s/%s", path, e->d_name);
+    }
   }
   closedir(dir);
-  if (s) snprintf(err, n, "%s: too many logs, or out of memory", path);
   qsort(names, (size_t)k, sizeof *names, by_name);
   for (int i = 0; i < k; i++) {
     if (!s) s = add_pretuned(dc, names[i], err, n);
@@ -505,7 +505,6 @@ const char *db_chooser_pretuned_default(void) {
   return NULL;
 #endif
 }
-
 
 void db_chooser_predict_defaults(db_chooser *dc, int on) { dc->predict = on; }
 

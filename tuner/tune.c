@@ -273,6 +273,7 @@ static void progress(tuner *tu, int ti, int nt, const tune_task *t, int done, in
 
 /* ---- transfer: what the database knows of other workloads on this target ---- */
 temper_status tune_rows_add(tune_rows *tr, const db_record *r) {
+  if (r->status != DB_OK || tune_tmpl_version(r->tmpl) != r->tmpl_version || r->gflops <= 0) return TEMPER_OK;
   conv_workload w;
   if (workload_from_key(r->workload, &w)) return TEMPER_OK;
   task_space sp;
@@ -314,9 +315,7 @@ typedef struct transfer {
 static temper_status collect_transfer(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
   (void)op, (void)desc, (void)flops;
   transfer *tr = ctx;
-  if ((!tr->pretuned && (r->target_id != tr->target_id || !strcmp(r->workload, tr->t->key))) || r->status != DB_OK ||
-      tune_tmpl_version(r->tmpl) != r->tmpl_version || r->gflops <= 0)
-    return TEMPER_OK;
+  if (!tr->pretuned && (r->target_id != tr->target_id || !strcmp(r->workload, tr->t->key))) return TEMPER_OK;
   return tune_rows_add(&tr->rows, r);
 }
 

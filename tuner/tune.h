@@ -50,7 +50,9 @@ typedef struct tune_task_result {
 } tune_task_result;
 
 /* rows for the cost model: a record's features in its workload's space and
- * its log throughput, one group per workload (records in workload order) */
+ * its log throughput, one group per workload (records in workload order);
+ * a record that is not ok, of a template version no longer in force, or
+ * whose config the space does not hold adds nothing */
 typedef struct tune_rows {
   float *x, *y;
   unsigned *groups;

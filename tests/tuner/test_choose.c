@@ -230,7 +230,22 @@ static void test_pretuned(void **state) {
   assert_int_not_equal(db_chooser_use_pretuned(dc, dir, err, sizeof err), TEMPER_OK);
   if (!strstr(err, "broken.jsonl") || !strstr(err, ":1")) fail_msg("error: %s", err);
   db_chooser_close(dc);
-  unlink(bad), unlink(log1), rmdir(dir), unlink(user), unlink(other);
+  unlink(bad);
+  /* more logs than the chooser holds: an error naming the limit, not a silent cut */
+  char many[300];
+  for (int i = 0; i < 17; i++) {
+    snprintf(many, sizeof many, "%s/m%02d.jsonl", dir, i);
+    fclose(fopen(many, "w"));
+  }
+  assert_int_equal(db_chooser_open(NULL, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  assert_int_not_equal(db_chooser_use_pretuned(dc, dir, err, sizeof err), TEMPER_OK);
+  if (!strstr(err, "more than 16 pre-tuned logs")) fail_msg("error: %s", err);
+  db_chooser_close(dc);
+  for (int i = 0; i < 17; i++) {
+    snprintf(many, sizeof many, "%s/m%02d.jsonl", dir, i);
+    unlink(many);
+  }
+  unlink(log1), rmdir(dir), unlink(user), unlink(other);
 }
 
 typedef struct log_check { int records, stale; } log_check;

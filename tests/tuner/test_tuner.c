@@ -52,6 +52,13 @@ static void make_task(tune_task *t, int C, int HW, int K) {
   t->flops = workload_flops(&t->w);
 }
 
+/* the index of the task's default config */
+static int64_t default_index(const tune_task *t) {
+  sched_config def;
+  config_default(&t->space, &def);
+  return space_index(&t->space, &def);
+}
+
 static char *tmpdb(const char *tag) {
   static char path[256];
   snprintf(path, sizeof path, "/tmp/temper_test_%s_%d.db", tag, (int)getpid());
@@ -186,9 +193,7 @@ static void test_default_first(void **state) {
   (void)state;
   tune_task t;
   make_task(&t, 64, 56, 64);
-  sched_config def;
-  config_default(&t.space, &def);
-  int64_t def_idx = space_index(&t.space, &def);
+  int64_t def_idx = default_index(&t);
   for (int skip = 0; skip < 2; skip++) {
     temper_db *db = NULL;
     char err[512];
@@ -229,9 +234,7 @@ static void test_pretuned_first(void **state) {
   (void)state;
   tune_task t;
   make_task(&t, 64, 56, 64);
-  sched_config def;
-  config_default(&t.space, &def);
-  int64_t def_idx = space_index(&t.space, &def);
+  int64_t def_idx = default_index(&t);
   temper_db *db = NULL;
   char err[512];
   assert_int_equal(temper_db_open(tmpdb("pre_a"), tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
