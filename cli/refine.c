@@ -8,7 +8,7 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: temper refine MODEL --db DB [--threads N] [--pairs P] [--alternatives K] [--min-gain PCT]\n"
-                  "                     [--params DIR] [--seed S]\n");
+                  "                     [--exhaustive] [--params DIR] [--seed S]\n");
   return 2;
 }
 
@@ -29,6 +29,7 @@ int cmd_refine(int argc, char **argv) {
     else if (!strcmp(a, "--pairs") && v) o.pairs = atoi(v), i++;
     else if (!strcmp(a, "--alternatives") && v) o.alternatives = atoi(v), i++;
     else if (!strcmp(a, "--min-gain") && v) o.min_gain = atof(v) / 100, i++;
+    else if (!strcmp(a, "--exhaustive")) o.exhaustive = 1;
     else if (a[0] == '-') { fprintf(stderr, "temper refine: unknown option '%s'\n", a); return usage(); }
     else if (!o.model) o.model = a;
     else return usage();
@@ -44,8 +45,9 @@ int cmd_refine(int argc, char **argv) {
   printf("refined in %.0f s: %d of %d workloads changed; the model runs %.3f ms against %.3f ms with the records' choice "
          "(%+.2f%%, won %d of %d pairs)\n", r.seconds, r.changed, r.workloads, r.refined_s * 1e3, r.base_s * 1e3, r.rel * 100,
          r.wins, r.pairs);
-  printf("timed %d alternatives; skipped %d whose workload's share of the model bounds the gain under --min-gain; stopped %d "
-         "comparisons once the candidate could no longer win\n", r.tried, r.pruned, r.stopped_early);
+  printf("compared %d alternatives in the whole model; skipped %d whose workload's share of the model bounds the gain under "
+         "--min-gain and %d whose own steps gained too little in the screen (%d programs); stopped %d comparisons once the "
+         "candidate could no longer win\n", r.tried, r.pruned, r.screened_out, r.screen_programs, r.stopped_early);
   if (r.changed && !r.stored) printf("not kept: together the changes did not beat the records' choice\n");
   printf("%s: %d choice%s for this model at %d thread%s (temper build and temper run --db use them)\n", o.db, r.stored,
          r.stored == 1 ? "" : "s", o.threads, o.threads > 1 ? "s" : "");

@@ -169,7 +169,11 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     k->n_inputs = prims[i]->n_params;
     engine_kernel_name(prims[i], k->hash, k->name, sizeof k->name);
     prim p;
-    if (!sched_prepare(prims[i], &p, d)) k->flops = engine_flops(p.master);
+    conv_workload w;
+    if (!sched_prepare(prims[i], &p, d)) {
+      k->flops = engine_flops(p.master);
+      if (p.master && op_is_conv(p.master->op) && !workload_of(p.master, &w)) workload_key(&w, k->workload, sizeof k->workload);
+    }
     s = d->status ? d->status : engine_lower_one(prims[i], e->target.vec, k->name, &todo[n_todo], d);
     if (s) { free(k->key); free(k); break; }
     k->loops = lf_print(todo[n_todo]);

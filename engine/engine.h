@@ -13,6 +13,7 @@ typedef struct kernel {
   char *loops;            /* printed loop IR */
   int n_inputs;
   double flops;           /* of the master op */
+  char workload[192];     /* a conv2d master's workload key (what a chooser is asked for), or "" */
 } kernel;
 
 struct temper_engine {
@@ -50,9 +51,8 @@ typedef struct exec_step {
 } exec_step;
 typedef struct exec {
   int n_bufs;
-  float **bufs;
+  float **bufs;             /* all in block (executor.c) */
   int64_t *sizes;
-  char *owned;
   int n_steps;
   exec_step *steps;
   int n_inputs;             /* main's remaining parameters */
@@ -63,6 +63,8 @@ typedef struct exec {
   shape_t *output_shapes;
   temper_pool *pool;
   int pool_borrowed;        /* exec_share_pool: not destroyed with the exec */
+  void *block;              /* the buffers' memory (mmap) */
+  size_t block_len;
 } exec;
 /* exec_create: needs a fused graph (main calls primitive functions only) */
 temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec **out, diag *d);
@@ -74,6 +76,9 @@ void exec_set_input(exec *x, int i, const float *data);
  * timed calls of run(ctx); the median, the fastest and the slowest. */
 typedef struct run_timing { double median_s, min_s, max_s; int repeat; } run_timing;
 temper_status engine_time(void (*run)(void *ctx), void *ctx, int repeat, run_timing *t);
+/* one inference, timed per step: step_s[i] the time of step i (n_steps
+ * of them); returns the whole time */
+double exec_run_timed(exec *x, double *step_s);
 /* whole inferences */
 temper_status exec_time(exec *x, int repeat, run_timing *t);
 /* per step of x (out[n_steps]): its median inside whole inferences ("in

@@ -11,6 +11,7 @@ typedef struct refine_opts {
   program_opts data;        /* the model's weights and inputs */
   int threads, pairs, alternatives;
   double min_gain;          /* relative: the least gain kept */
+  int exhaustive;           /* every alternative in its own whole-model comparison, no screen */
   FILE *log;                /* a line per alternative timed (NULL: stdout) */
   /* called once the records' choice is known (to print it); may be NULL */
   void (*on_base)(void *ctx, const db_chooser *dc);
@@ -27,6 +28,8 @@ typedef struct refine_result {
   double seconds;           /* the search's time */
   int pruned;               /* alternatives not timed: their workload's share bounds the gain under min_gain */
   int stopped_early;        /* comparisons stopped once the candidate could no longer win */
+  int screened_out;         /* alternatives whose own steps gained too little in the screen: not compared */
+  int screen_programs;      /* programs the screen timed */
 } refine_result;
 
 /* refine_run: times the model with each workload's strongest alternatives

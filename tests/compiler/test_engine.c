@@ -7,6 +7,7 @@
 #include "engine.h"
 #include "helpers.h"
 #include "schedules.h"
+#include "space.h"
 
 
 
@@ -49,6 +50,25 @@ static void test_seed_lower_and_run(void **state) {
   assert_int_equal(x->n_steps, 2);
   assert_ptr_equal(x->steps[0].k, ks[0]);
   assert_ptr_equal(x->steps[1].k, ks[1]);
+  /* each kernel knows the workload its conv2d computes (the key a chooser is asked for) */
+  assert_true(strncmp(ks[0]->workload, "conv2d_n1_", 10) == 0);
+  conv_workload cw;
+  assert_int_equal(workload_from_key(ks[1]->workload, &cw), 0);
+  /* timed per step: each step's time, and together the whole */
+  double step_s[2], whole = exec_run_timed(x, step_s);
+  assert_true(step_s[0] > 0 && step_s[1] > 0);
+  assert_true(fabs(step_s[0] + step_s[1] - whole) <= 1e-9 * (1 + whole));
+  /* every buffer in one block, at 64-byte boundaries, in creation order: a
+   * second build of the program places its buffers at the same offsets */
+  exec *y = NULL;
+  assert_int_equal(exec_create(engine, g, 1, &y, &d), TEMPER_OK);
+  assert_int_equal(y->n_bufs, x->n_bufs);
+  for (int i = 0; i < x->n_bufs; i++) {
+    assert_int_equal((uintptr_t)x->bufs[i] % 64, 0);
+    assert_true((char *)x->bufs[i] >= (char *)x->block && (char *)x->bufs[i] < (char *)x->block + x->block_len);
+    assert_int_equal((char *)x->bufs[i] - (char *)x->bufs[0], (char *)y->bufs[i] - (char *)y->bufs[0]);
+  }
+  exec_destroy(y);
   exec_destroy(x);
   free(ks);
   free(one);
