@@ -67,39 +67,19 @@ static int add_buf(plan *p, buf_kind k, int64_t size) {
   return p->n_bufs++;
 }
 
-/* first fit, largest first, among buffers whose lives overlap */
-static void plan_arena(plan *p) {
+/* the arena's buffers share space where their lives do not overlap (engine_plan) */
+static int plan_arena(plan *p) {
   int n = 0;
-  int *order = malloc(sizeof(int) * (size_t)(p->n_bufs + 1));
-  if (!order) return;
-  for (int i = 0; i < p->n_bufs; i++)
-    if (p->bufs[i].kind == B_ARENA) order[n++] = i;
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && p->bufs[order[j - 1]].size < p->bufs[order[j]].size; j--) {
-      int t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
-    }
-  p->arena_floats = 0;
-  for (int i = 0; i < n; i++) {
-    abuf *b = &p->bufs[order[i]];
-    int64_t off = 0;
-    for (int moved = 1; moved;) {   /* slide up past every placed, overlapping neighbour */
-      moved = 0;
-      for (int j = 0; j < i; j++) {
-        abuf *o = &p->bufs[order[j]];
-        int live = !(b->last < o->first || o->last < b->first);
-        if (live && off < o->offset + align16(o->size) && o->offset < off + align16(b->size)) {
-          off = o->offset + align16(o->size);
-          moved = 1;
-        }
-      }
-    }
-    b->offset = off;
-    if (off + align16(b->size) > p->arena_floats) p->arena_floats = off + align16(b->size);
-    p->inter_floats += align16(b->size);
-  }
-  free(order);
+  int64_t *size = calloc((size_t)p->n_bufs + 1, sizeof(int64_t)), *off = calloc((size_t)p->n_bufs + 1, sizeof(int64_t));
+  int *first = calloc((size_t)p->n_bufs + 1, sizeof(int)), *last = calloc((size_t)p->n_bufs + 1, sizeof(int));
+  int ok = size && off && first && last;
+  for (int i = 0; ok && i < p->n_bufs; i++)
+    if (p->bufs[i].kind == B_ARENA) size[n] = p->bufs[i].size, first[n] = p->bufs[i].first, last[n++] = p->bufs[i].last;
+  if (ok) p->arena_floats = engine_plan(n, size, first, last, off);
+  for (int i = 0, k = 0; ok && i < p->n_bufs; i++)
+    if (p->bufs[i].kind == B_ARENA) p->bufs[i].offset = off[k++], p->inter_floats += align16(p->bufs[i].size);
+  free(size), free(off), free(first), free(last);
+  return ok ? 0 : -1;
 }
 
 static temper_status make_plan(const cg_target *t, temper_graph *g, plan *p, diag *d) {
@@ -199,7 +179,7 @@ static temper_status make_plan(const cg_target *t, temper_graph *g, plan *p, dia
     }
     p->out_buf[i] = b;
   }
-  plan_arena(p);
+  if (plan_arena(p)) st = diag_fail(d, TEMPER_ENOMEM, "out of memory");
 out:
   arena_free(&s);
   return st;

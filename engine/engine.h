@@ -42,6 +42,13 @@ double engine_tolerance(const temper_graph *g);
 void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n);
 
 /* ---- executor.c ---- */
+/* engine_plan: offsets (in floats, at 64-byte boundaries) for n buffers,
+ * buffer i written at step first[i] and last read at step last[i]:
+ * buffers whose lives do not overlap share space (largest first, each at
+ * the lowest offset clear of the placed ones it overlaps). Returns the
+ * floats the plan needs. What a built library's arena and the executor
+ * both use, so refine measures the memory the library runs in. */
+int64_t engine_plan(int n, const int64_t *size, const int *first, const int *last, int64_t *offset);
 typedef struct exec_step {
   kernel *k;
   float **argv;

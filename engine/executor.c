@@ -24,13 +24,57 @@ static int new_buf(exec *x, int64_t size, float *data) {
   return x->n_bufs++;
 }
 
-static size_t buf_bytes(int64_t floats) { return (size_t)((floats * 4 + 63) / 64 * 64 + 64); }
+static int64_t align16(int64_t floats) { return (floats + 15) / 16 * 16; }
 
-/* one block for every buffer, 2 MB-aligned and asked for 2 MB pages;
- * the constants are copied in, the rest are zero */
-static int exec_place(exec *x) {
-  size_t total = 0;
-  for (int i = 0; i < x->n_bufs; i++) total += buf_bytes(x->sizes[i]);
+int64_t engine_plan(int n, const int64_t *size, const int *first, const int *last, int64_t *offset) {
+  int *order = malloc(sizeof(int) * (size_t)(n + 1));
+  int64_t total = 0;
+  if (!order) return -1;
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = 1; i < n; i++)   /* largest first; stable */
+    for (int j = i; j > 0 && size[order[j - 1]] < size[order[j]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  for (int i = 0; i < n; i++) {
+    int b = order[i];
+    int64_t off = 0;
+    for (int moved = 1; moved;) {   /* slide up past every placed, overlapping neighbour */
+      moved = 0;
+      for (int j = 0; j < i; j++) {
+        int o = order[j];
+        int live = !(last[b] < first[o] || last[o] < first[b]);
+        if (live && off < offset[o] + align16(size[o]) && offset[o] < off + align16(size[b])) {
+          off = offset[o] + align16(size[o]);
+          moved = 1;
+        }
+      }
+    }
+    offset[b] = off;
+    if (off + align16(size[b]) > total) total = off + align16(size[b]);
+  }
+  free(order);
+  return total;
+}
+
+/* One block for every buffer, 2 MB-aligned and asked for 2 MB pages: the
+ * constants (copied in), the inputs and outputs, and the steps'
+ * intermediates planned as a built library plans its arena (engine_plan:
+ * they share space where their lives do not overlap). planned[i]: buffer i
+ * is an intermediate, live from step first[i] to last[i]. */
+static int exec_place(exec *x, const char *planned, const int *first, const int *last) {
+  int64_t *size = calloc((size_t)x->n_bufs + 1, sizeof(int64_t)), *off = calloc((size_t)x->n_bufs + 1, sizeof(int64_t));
+  int *f = calloc((size_t)x->n_bufs + 1, sizeof(int)), *l = calloc((size_t)x->n_bufs + 1, sizeof(int));
+  if (!size || !off || !f || !l) { free(size), free(off), free(f), free(l); return -1; }
+  int n = 0;
+  for (int i = 0; i < x->n_bufs; i++)
+    if (planned[i]) size[n] = x->sizes[i], f[n] = first[i], l[n++] = last[i];
+  int64_t arena = engine_plan(n, size, f, l, off);
+  size_t total = (size_t)(arena < 0 ? 0 : arena) * 4 + 64;
+  for (int i = 0; i < x->n_bufs; i++)
+    if (!planned[i]) total += (size_t)align16(x->sizes[i]) * 4 + 64;
+  if (arena < 0) { free(size), free(off), free(f), free(l); return -1; }
   total = (total + EXEC_PAGE - 1) / EXEC_PAGE * EXEC_PAGE;
   size_t len = total + EXEC_PAGE;
   char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -41,13 +85,18 @@ static int exec_place(exec *x) {
 #endif
   x->block = raw;
   x->block_len = len;
-  size_t off = 0;
-  for (int i = 0; i < x->n_bufs; i++) {
-    float *p = (float *)(base + off);
+  size_t at = (size_t)arena * 4 + 64;   /* the arena first, then the rest in creation order */
+  for (int i = 0, k = 0; i < x->n_bufs; i++) {
+    if (planned[i]) {
+      x->bufs[i] = (float *)(base + off[k++] * 4);
+      continue;
+    }
+    float *p = (float *)(base + at);
     if (x->bufs[i]) memcpy(p, x->bufs[i], (size_t)x->sizes[i] * 4);
     x->bufs[i] = p;
-    off += buf_bytes(x->sizes[i]);
+    at += (size_t)align16(x->sizes[i]) * 4 + 64;
   }
+  free(size), free(off), free(f), free(l);
   return 0;
 }
 
@@ -125,16 +174,6 @@ temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec *
     }
     }
   }
-  if (exec_place(x)) goto oom;
-  for (int i = 0; i < x->n_steps; i++)
-    for (int j = 0; j < x->steps[i].n_args; j++) x->steps[i].argv[j] = x->bufs[argb[i][j]];
-  /* the weights of the next step that has any, prefetched as a step
-   * computes: threads stream them from memory meanwhile */
-  for (int i = x->n_steps - 2, next = -1; i >= 0; i--) {
-    if (weights[i + 1] >= 0) next = weights[i + 1];
-    x->steps[i].next_w = next >= 0 ? x->bufs[next] : NULL;
-    x->steps[i].next_w_bytes = next >= 0 ? x->sizes[next] * 4 : 0;
-  }
   node *body = g->main->body;
   x->n_outputs = body->kind == N_TUPLE ? body->n_args : 1;
   x->output_bufs = calloc((size_t)x->n_outputs, sizeof(int));
@@ -144,6 +183,29 @@ temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec *
     node *o = body->kind == N_TUPLE ? body->args[i] : body;
     x->output_bufs[i] = buf_of[o->id];
     x->output_shapes[i] = o->ty.shape;
+  }
+  /* the steps' outputs that are not the model's: planned, live from the
+   * step that writes them to the last that reads them */
+  char *planned = arena_alloc(&s, (size_t)x->n_bufs + 1);
+  int *first = arena_alloc(&s, sizeof(int) * (size_t)(x->n_bufs + 1)), *last = arena_alloc(&s, sizeof(int) * (size_t)(x->n_bufs + 1));
+  if (!planned || !first || !last) goto oom;
+  memset(planned, 0, (size_t)x->n_bufs + 1);
+  for (int i = 0; i < x->n_steps; i++) {
+    int ob = argb[i][x->steps[i].n_args - 1];
+    planned[ob] = 1, first[ob] = last[ob] = i;
+  }
+  for (int i = 0; i < x->n_steps; i++)
+    for (int j = 0; j < x->steps[i].n_args - 1; j++) last[argb[i][j]] = i;
+  for (int i = 0; i < x->n_outputs; i++) planned[x->output_bufs[i]] = 0;
+  if (exec_place(x, planned, first, last)) goto oom;
+  for (int i = 0; i < x->n_steps; i++)
+    for (int j = 0; j < x->steps[i].n_args; j++) x->steps[i].argv[j] = x->bufs[argb[i][j]];
+  /* the weights of the next step that has any, prefetched as a step
+   * computes: threads stream them from memory meanwhile */
+  for (int i = x->n_steps - 2, next = -1; i >= 0; i--) {
+    if (weights[i + 1] >= 0) next = weights[i + 1];
+    x->steps[i].next_w = next >= 0 ? x->bufs[next] : NULL;
+    x->steps[i].next_w_bytes = next >= 0 ? x->sizes[next] * 4 : 0;
   }
   x->pool = temper_pool_create(threads);
   if (!x->pool) goto oom;
