@@ -22,8 +22,9 @@ int64_t temper_task_first(void);
 /* The data the step after the next parallel loop will read (the next
  * kernel's weights): the threads of that loop prefetch it a little at a
  * time, as its kernel calls temper_prefetch_step, so the stream from memory
- * overlaps compute instead of stalling the next kernel. Used by one loop;
- * next == NULL clears it. */
+ * overlaps compute instead of stalling the next kernel. Only the first
+ * quarter of this core's L2 of it is fetched (more evicts what the running
+ * kernel reads). Used by one loop; next == NULL clears it. */
 void temper_pool_prefetch(temper_pool *p, const void *next, int64_t bytes);
 /* Inside fn, for compiled kernels: this thread's part of that data, from
  * *at (where it got to) to *end, and the lines of the whole; a kernel
