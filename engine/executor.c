@@ -66,38 +66,37 @@ int64_t engine_plan(int n, const int64_t *size, const int *first, const int *las
 static int exec_place(exec *x, const char *planned, const int *first, const int *last) {
   int64_t *size = calloc((size_t)x->n_bufs + 1, sizeof(int64_t)), *off = calloc((size_t)x->n_bufs + 1, sizeof(int64_t));
   int *f = calloc((size_t)x->n_bufs + 1, sizeof(int)), *l = calloc((size_t)x->n_bufs + 1, sizeof(int));
-  if (!size || !off || !f || !l) { free(size), free(off), free(f), free(l); return -1; }
-  int n = 0;
-  for (int i = 0; i < x->n_bufs; i++)
+  int n = 0, ok = size && off && f && l;
+  for (int i = 0; ok && i < x->n_bufs; i++)
     if (planned[i]) size[n] = x->sizes[i], f[n] = first[i], l[n++] = last[i];
-  int64_t arena = engine_plan(n, size, f, l, off);
+  int64_t arena = ok ? engine_plan(n, size, f, l, off) : -1;
   size_t total = (size_t)(arena < 0 ? 0 : arena) * 4 + 64;
   for (int i = 0; i < x->n_bufs; i++)
     if (!planned[i]) total += (size_t)align16(x->sizes[i]) * 4 + 64;
-  if (arena < 0) { free(size), free(off), free(f), free(l); return -1; }
   total = (total + EXEC_PAGE - 1) / EXEC_PAGE * EXEC_PAGE;
   size_t len = total + EXEC_PAGE;
-  char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return -1;
-  char *base = (char *)(((uintptr_t)raw + EXEC_PAGE - 1) / EXEC_PAGE * EXEC_PAGE);
+  char *raw = arena < 0 ? MAP_FAILED : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw != MAP_FAILED) {
+    char *base = (char *)(((uintptr_t)raw + EXEC_PAGE - 1) / EXEC_PAGE * EXEC_PAGE);
 #ifdef MADV_HUGEPAGE
-  madvise(base, total, MADV_HUGEPAGE);   /* a hint: without it, 4 KB pages and the same offsets */
+    madvise(base, total, MADV_HUGEPAGE);   /* a hint: without it, 4 KB pages and the same offsets */
 #endif
-  x->block = raw;
-  x->block_len = len;
-  size_t at = (size_t)arena * 4 + 64;   /* the arena first, then the rest in creation order */
-  for (int i = 0, k = 0; i < x->n_bufs; i++) {
-    if (planned[i]) {
-      x->bufs[i] = (float *)(base + off[k++] * 4);
-      continue;
+    x->block = raw;
+    x->block_len = len;
+    size_t at = (size_t)arena * 4 + 64;   /* the arena first, then the rest in creation order */
+    for (int i = 0, k = 0; i < x->n_bufs; i++) {
+      if (planned[i]) {
+        x->bufs[i] = (float *)(base + off[k++] * 4);
+        continue;
+      }
+      float *p = (float *)(base + at);
+      if (x->bufs[i]) memcpy(p, x->bufs[i], (size_t)x->sizes[i] * 4);
+      x->bufs[i] = p;
+      at += (size_t)align16(x->sizes[i]) * 4 + 64;
     }
-    float *p = (float *)(base + at);
-    if (x->bufs[i]) memcpy(p, x->bufs[i], (size_t)x->sizes[i] * 4);
-    x->bufs[i] = p;
-    at += (size_t)align16(x->sizes[i]) * 4 + 64;
   }
   free(size), free(off), free(f), free(l);
-  return 0;
+  return raw == MAP_FAILED ? -1 : 0;
 }
 
 temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec **out, diag *d) {

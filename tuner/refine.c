@@ -213,31 +213,26 @@ static temper_status try_alternative(refine_search *sr, int w, int a, diag *d) {
  * changed too in the same program, so the screen ranks, and the
  * comparison decides. */
 
-/* per step of x: the workloads whose share it is (two: a step between two
- * conv2d belongs to both), -1 for none */
+/* per step of x: the workloads whose share it is (-1: none) — a conv2d
+ * step's own; a step without a conv2d, those of the conv2d steps on either
+ * side (a conv2d of no workload of the choice owns nothing) */
 static int step_owners(const exec *x, const assign *a, int (*own)[2]) {
-  int *conv = calloc((size_t)x->n_steps + 1, sizeof(int));
-  if (!conv) return -1;
-  for (int i = 0; i < x->n_steps; i++) {
-    conv[i] = -1;
-    const char *k = x->steps[i].k->workload;
-    for (int w = 0; k[0] && w < a->n && conv[i] < 0; w++)
-      if (!strcmp(a->key[w], k)) conv[i] = w;
-    if (k[0] && conv[i] < 0) conv[i] = -2;   /* a conv2d of no workload of the choice (cannot happen; owns its own) */
+  int n = x->n_steps, *wk = calloc((size_t)n + 1, sizeof(int));
+  if (!wk) return -1;
+  for (int i = 0; i < n; i++) {
+    wk[i] = -1;
+    for (int w = 0; w < a->n && wk[i] < 0; w++)
+      if (!strcmp(a->key[w], x->steps[i].k->workload)) wk[i] = w;
   }
-  for (int i = 0, prev = -1; i < x->n_steps; i++) {
-    if (x->steps[i].k->workload[0]) {
-      prev = conv[i];
-      own[i][0] = own[i][1] = conv[i] < 0 ? -1 : conv[i];
-      continue;
-    }
-    int next = -1;
-    for (int j = i + 1; j < x->n_steps && next == -1; j++)
-      if (x->steps[j].k->workload[0]) next = conv[j];
-    own[i][0] = prev < 0 ? -1 : prev;
-    own[i][1] = next < 0 ? -1 : next;
+  for (int i = 0, prev = -1; i < n; i++) {
+    if (x->steps[i].k->workload[0]) prev = wk[i];
+    own[i][0] = prev;
   }
-  free(conv);
+  for (int i = n - 1, next = -1; i >= 0; i--) {
+    if (x->steps[i].k->workload[0]) next = wk[i];
+    own[i][1] = next;
+  }
+  free(wk);
   return 0;
 }
 
@@ -414,14 +409,6 @@ temper_status refine_run(const refine_opts *o, refine_result *res, diag *d) {
     if (!live[ord[k].i]) res->pruned += ce.n_alt;
     else if (o->exhaustive)   /* every alternative compared, the largest share first */
       for (int a = 0; a < ce.n_alt; a++) list[n_list++] = (cand_item){ord[k].i, a, 0};
-  }
-  if (getenv("TEMPER_REFINE_AA")) {   /* DEBUG: the same choice rebuilt against the base */
-    for (int r = 0; r < 4; r++) {
-      if ((s = build_cand(&sr, sr.cur, d))) goto out;
-      paired_result pr;
-      compare(sr.base.x, sr.cand.x, o->pairs, 0, &pr, NULL);
-      fprintf(sr.log, "A/A %d: %+.3f ms (%+.2f%%, cand won %d of %d)\n", r, -pr.gain_s * 1e3, -pr.rel * 100, pr.wins, pr.n);
-    }
   }
   if (!o->exhaustive && (s = screen(&sr, live, list, &n_list, d))) goto out;
   if (!o->exhaustive)
