@@ -41,7 +41,9 @@ typedef struct dt_result {
   int n_kernels;      /* kernels the network compiled to */
   int n_configs;      /* conv2d workloads given a config (non-default in the random modes) */
   int mismatch;       /* an output differs from the reference beyond tolerance */
-  double rel_err;     /* worst normwise relative error over the outputs */
+  double rel_err;     /* worst normwise relative error over the outputs held to the tolerance */
+  int ill_conditioned;  /* outputs over the tolerance but within 10× the reference's own
+                           movement under rounding-level changes of the parameters (difftest.c) */
   double tolerance;   /* what the configs allow (engine_tolerance) */
   char *configs;      /* JSON object workload key → config; malloc'd, free() it */
   char detail[256];   /* which output, how far off */
