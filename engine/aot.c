@@ -75,7 +75,7 @@ static int plan_arena(plan *p) {
   int ok = size && off && first && last;
   for (int i = 0; ok && i < p->n_bufs; i++)
     if (p->bufs[i].kind == B_ARENA) size[n] = p->bufs[i].size, first[n] = p->bufs[i].first, last[n++] = p->bufs[i].last;
-  if (ok) p->arena_floats = engine_plan(n, size, first, last, off);
+  if (ok) ok = (p->arena_floats = engine_plan(n, size, first, last, off)) >= 0;
   for (int i = 0, k = 0; ok && i < p->n_bufs; i++)
     if (p->bufs[i].kind == B_ARENA) p->bufs[i].offset = off[k++], p->inter_floats += align16(p->bufs[i].size);
   free(size), free(off), free(first), free(last);
