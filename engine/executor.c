@@ -3,13 +3,14 @@
  * (first-touching memory inside a timed loop would measure page faults).
  *
  * Every buffer — the inputs, each step's output and a copy of each
- * constant — lives in one block, laid out in creation order at 64-byte
- * boundaries and backed by 2 MB pages where the kernel gives them: the
- * same program gets the same placement each time it is built (the cache
- * sets its buffers fall in follow from their offsets, not from which
- * physical pages malloc happened to return; refine compares two builds
- * and measured up to 2 % between two builds of one program with 4 KB
- * pages), and the weights' TLB misses go. */
+ * constant — lives in one block at 64-byte boundaries, backed by 2 MB
+ * pages where the kernel gives them: the steps' intermediates share an
+ * arena planned by liveness as a built library's (engine_plan), the rest
+ * follow in creation order. The same program gets the same placement each
+ * time it is built (the cache sets its buffers fall in follow from their
+ * offsets, not from which physical pages malloc happened to return;
+ * refine compares two builds and measured up to 2 % between two builds of
+ * one program with 4 KB pages), and the weights' TLB misses go. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -289,6 +290,9 @@ static void run_exec(void *x) { exec_run(x); }
 
 temper_status exec_time(exec *x, int repeat, run_timing *t) { return engine_time(run_exec, x, repeat, t); }
 
+/* The alone times re-run a step after whole inferences: its inputs may
+ * hold what later steps wrote into the shared arena (finite activations of
+ * the same model), which changes nothing a step's time depends on. */
 temper_status exec_profile(exec *x, int repeat, step_timing *out) {
   double *seq = calloc((size_t)repeat * (size_t)(x->n_steps + 1), sizeof(double)), *alone = calloc((size_t)repeat, sizeof(double));
   if (!seq || !alone) { free(seq), free(alone); return TEMPER_ENOMEM; }

@@ -250,8 +250,9 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 /* the program with changed workloads (chg[w]) against the base, `pairs`
- * pairs timed per step: gain[w] the median gain of w's steps (> 0: the
- * variant's are faster), *base_s the base's median whole time */
+ * pairs timed per step, both just run once by the caller: gain[w] the
+ * median gain of w's steps (> 0: the variant's are faster), *base_s the
+ * base's median whole time */
 static temper_status screen_time(refine_search *sr, const int *chg, double *gain, double *base_s) {
   exec *bx = sr->base.x, *vx = sr->cand.x;
   int n_w = sr->cur->n, pairs = sr->o->pairs;
@@ -264,7 +265,6 @@ static temper_status screen_time(refine_search *sr, const int *chg, double *gain
     s = TEMPER_ENOMEM;
     goto out;
   }
-  exec_run(bx), exec_run(vx);
   for (int p = 0; p < pairs; p++) {
     if (p % 2 == 0) whole[p] = exec_run_timed(bx, tb), exec_run_timed(vx, tv);
     else exec_run_timed(vx, tv), whole[p] = exec_run_timed(bx, tb);
