@@ -3,8 +3,11 @@
  * temper's default config, the best of a random sweep of N valid configs,
  * oneDNN (format_tag::any, forward inference). Medians of timed rounds.
  *
- * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd]
- * (--all adds the ResNet-18-only layers; --winograd: only the 3×3 stride-1
+ * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd] [--db DB] [--config TEXT]...
+ * (--config: a config, timed on every layer it applies to and printed)
+ * (--db adds, per layer and thread count, the best direct config a tuning
+ * database recorded for the workload at that thread count, timed here with
+ * the rest; --all adds the ResNet-18-only layers; --winograd: only the 3×3 stride-1
  * layers, the best of N random direct and N random Winograd configs, each
  * then improved by coordinate descent over the knobs, against oneDNN, in
  * effective GFLOP/s: the direct FLOPs divided by the time) */
@@ -17,9 +20,36 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "db.h"
 #include "engine.h"
 #include "space.h"
+#include "tune.h"
 #include "workloads.h"
+
+/* ---- the best recorded direct configs (--db) ---- */
+typedef struct rec_cfg { char key[256]; int threads; char config[512]; double median_s; } rec_cfg;
+typedef struct rec_set { rec_cfg *r; int n, cap; } rec_set;
+static temper_status keep_direct(void *ctx, const db_record *r, const char *op, const char *desc, double flops) {
+  (void)op, (void)desc, (void)flops;
+  rec_set *s = ctx;
+  if (r->status != DB_OK || !strcmp(r->tmpl, "conv2d_winograd")) return TEMPER_OK;
+  for (int i = 0; i < s->n; i++)   /* the fastest per (workload, threads), over every target and input block */
+    if (s->r[i].threads == r->threads && !strcmp(s->r[i].key, r->workload)) {
+      if (r->median_s < s->r[i].median_s) snprintf(s->r[i].config, sizeof s->r[i].config, "%s", r->config), s->r[i].median_s = r->median_s;
+      return TEMPER_OK;
+    }
+  if (s->n == s->cap) {
+    rec_cfg *g = realloc(s->r, sizeof *g * (size_t)(s->cap = s->cap ? 2 * s->cap : 64));
+    if (!g) return TEMPER_ENOMEM;
+    s->r = g;
+  }
+  rec_cfg *c = &s->r[s->n++];
+  snprintf(c->key, sizeof c->key, "%s", r->workload);
+  snprintf(c->config, sizeof c->config, "%s", r->config);
+  c->threads = r->threads;
+  c->median_s = r->median_s;
+  return TEMPER_OK;
+}
 
 static double now(void) {
   struct timespec ts;
@@ -277,7 +307,8 @@ static int winograd_rows(temper_engine *e, dnnl_engine_t eng, int sweep, uint64_
 int main(int argc, char **argv) {
   int sweep = 30, all = 0, n_thr = 2, thr[2] = {1, 2}, wino = 0;
   uint64_t seed = 1;
-  const char *only = NULL;
+  const char *only = NULL, *dbpath = NULL, *extra[8];
+  int n_extra = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--sweep") && i + 1 < argc) sweep = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
@@ -285,7 +316,19 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) n_thr = 1, thr[0] = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--all")) all = 1;
     else if (!strcmp(argv[i], "--winograd")) wino = 1;
-    else { fprintf(stderr, "usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd]\n"); return 2; }
+    else if (!strcmp(argv[i], "--db") && i + 1 < argc) dbpath = argv[++i];
+    else if (!strcmp(argv[i], "--config") && i + 1 < argc && n_extra < 8) extra[n_extra++] = argv[++i];
+    else { fprintf(stderr, "usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd] [--db DB] [--config TEXT]...\n"); return 2; }
+  }
+  rec_set recs = {0};
+  if (dbpath) {
+    char err[512];
+    temper_db *db = NULL;
+    if (temper_db_open(dbpath, tune_db_versions(), &db, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    temper_status st = db_foreach(db, 1, keep_direct, &recs);
+    if (st) fprintf(stderr, "%s: %s\n", dbpath, db_errmsg(db));
+    temper_db_close(db);
+    if (st) return 1;
   }
   temper_engine *e = NULL;
   diag d = {0};
@@ -300,7 +343,8 @@ int main(int argc, char **argv) {
     }
   printf("FMA peak (measured now): ");
   for (int t = 0; t < n_thr; t++) printf("%s%d thread%s %.1f GFLOP/s", t ? ", " : "", thr[t], thr[t] > 1 ? "s" : "", peak[t]);
-  printf("\nsweep: %d random valid configs per layer (seed %llu) plus the default\n\n", sweep, (unsigned long long)seed);
+  printf("\nsweep: %d random valid configs per layer (seed %llu) plus the default%s%s\n\n", sweep, (unsigned long long)seed,
+         dbpath ? " and the best direct record at each thread count in " : "", dbpath ? dbpath : "");
   if (wino) {
     int rc = winograd_rows(e, eng, sweep, seed, only, all, n_thr, thr);
     dnnl_engine_destroy(eng);
@@ -334,6 +378,26 @@ int main(int argc, char **argv) {
         if (t[i] < best[i]) best[i] = t[i], best_cfg[i] = cfg;
       }
     }
+    for (int x = 0; x < n_extra; x++) {   /* --config: each one that parses for this layer, printed with its times */
+      char err[256];
+      if (config_parse(&sp, extra[x], &cfg, err, sizeof err)) continue;
+      double t[2];
+      if (time_temper(e, L, key, &cfg, n_thr, thr, t)) return 1;
+      for (int i = 0; i < n_thr; i++) {
+        printf("  %s at %d thread%s: %.1f GFLOP/s\n", extra[x], thr[i], thr[i] > 1 ? "s" : "", flops / t[i] * 1e-9);
+        if (t[i] < best[i]) best[i] = t[i], best_cfg[i] = cfg;
+      }
+    }
+    for (int r = 0; r < recs.n; r++) {   /* what tuning recorded, at any of the thread counts timed */
+      int used = 0;
+      for (int i = 0; i < n_thr; i++) used |= recs.r[r].threads == thr[i];
+      char err[256];
+      if (!used || strcmp(recs.r[r].key, key) || config_parse(&sp, recs.r[r].config, &cfg, err, sizeof err)) continue;
+      double t[2];
+      if (time_temper(e, L, key, &cfg, n_thr, thr, t)) return 1;
+      for (int i = 0; i < n_thr; i++)
+        if (t[i] < best[i]) best[i] = t[i], best_cfg[i] = cfg;
+    }
     for (int i = 0; i < n_thr; i++) dn[i] = time_dnnl(eng, L, thr[i]);
     for (int i = 0; i < n_thr; i++) {
       char sh[256];
@@ -349,6 +413,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n_thr && n_layers; i++)
     printf("\ngeometric mean over %d layers at %d thread%s: default/oneDNN %.3f, best/oneDNN %.3f\n", n_layers, thr[i],
            thr[i] > 1 ? "s" : "", exp(lg_def[i] / n_layers), exp(lg_best[i] / n_layers));
+  free(recs.r);
   dnnl_engine_destroy(eng);
   engine_destroy(e);
   return 0;

@@ -131,9 +131,9 @@ static int choose_config(alter *a, node *n, node **args, const task_space *sp, s
       return -1;
     }
   }
-  if (!chosen) config_default(sp, cfg);
+  if (!chosen) config_default_at(sp, get_blk(a, args[0]), 1, cfg);
   /* the Winograd weight transform is made at compile time: constant weights only */
-  if (cfg->tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default_direct(sp, cfg, 0);
+  if (cfg->tmpl == TMPL_WINOGRAD && args[1]->kind != N_CONST) config_default_at(sp, get_blk(a, args[0]), 0, cfg);
   return 0;
 }
 

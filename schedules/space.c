@@ -2,9 +2,11 @@
  * forms, workload keys, and the default config heuristic. */
 #include <ctype.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "space.h"
 #include "loopir.h"
 
@@ -174,10 +176,47 @@ static void finish(task_space *s, tmpl_space *t) {
   s->n_tmpl++;
 }
 
+/* a size in bytes from sysfs ("48K"), 0 if absent */
+static int64_t sysfs_cache(int index) {
+  char path[96], buf[32];
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int64_t v = 0;
+  if (fgets(buf, sizeof buf, f)) {
+    char *end;
+    v = strtoll(buf, &end, 10);
+    if (*end == 'K') v <<= 10;
+    else if (*end == 'M') v <<= 20;
+  }
+  fclose(f);
+  return v > 0 ? v : 0;
+}
+
+static int64_t host_l1d, host_l2;
+static pthread_once_t caches_once = PTHREAD_ONCE_INIT;
+static void read_caches(void) {
+  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  host_l1d = l1 > 0 ? l1 : sysfs_cache(0);   /* index0: the L1 data cache on x86 Linux */
+  host_l2 = l2 > 0 ? l2 : sysfs_cache(2);
+  if (host_l1d < 8 << 10) host_l1d = 32 << 10;
+  if (host_l2 < 128 << 10) host_l2 = 1 << 20;
+}
+
+void space_caches(int64_t *l1d, int64_t *l2) {
+  pthread_once(&caches_once, read_caches);
+  *l1d = host_l1d;
+  *l2 = host_l2;
+}
+
 void space_build(const conv_workload *w, int vec, task_space *s) {
   memset(s, 0, sizeof *s);
   s->w = *w;
   s->vec = vec;
+  /* AVX-512 has 32 vector registers: 28 accumulators leave room for the
+   * weight vectors and a broadcast; AVX2 and SSE have 16 */
+  s->regs = vec >= 16 ? REG_BUDGET : 12;
+  space_caches(&s->l1d, &s->l2);
   int64_t Cg = w->C / w->G, Kg = w->K / w->G, OH = workload_out(w, 2), OW = workload_out(w, 3);
   int depthwise = w->G == w->C && w->G == w->K && w->G > 1;
   int one = w->R == 1 && w->S == 1 && w->G == 1 && !w->pt && !w->pl && !w->pb && !w->pr;
@@ -286,26 +325,26 @@ int64_t cfg_get(const task_space *s, const sched_config *c, knob_id k) {
 
 static int64_t lanes_of(int64_t bn, int vec) { return bn < vec ? bn : vec; }
 
-/* the register tile fits: accumulators <= REG_BUDGET */
+/* the register tile fits: accumulators <= s->regs */
 int space_valid(const task_space *s, const sched_config *c) {
   if (space_index(s, c) < 0) return 0;
-  int vec = s->vec;
+  int vec = s->vec, regs = s->regs ? s->regs : REG_BUDGET;
   switch (c->tmpl) {
   case TMPL_NCHWC: {
     int64_t ob = cfg_get(s, c, K_OC_BN);
-    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_OW_BN) * cfg_get(s, c, K_OH_BN) <= REG_BUDGET;
+    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_OW_BN) * cfg_get(s, c, K_OH_BN) <= regs;
   }
   case TMPL_1X1: {
     int64_t ob = cfg_get(s, c, K_OC_BN);
-    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_M_BN) <= REG_BUDGET;
+    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_M_BN) <= regs;
   }
   case TMPL_DEPTHWISE: {
     int64_t cb = cfg_get(s, c, K_C_BN);
-    return (cb / lanes_of(cb, vec)) * cfg_get(s, c, K_OW_BN) <= REG_BUDGET;
+    return (cb / lanes_of(cb, vec)) * cfg_get(s, c, K_OW_BN) <= regs;
   }
   case TMPL_WINOGRAD: {
     int64_t ob = cfg_get(s, c, K_OC_BN), m = cfg_get(s, c, K_TILE), tb = cfg_get(s, c, K_T_BN);
-    if ((ob / lanes_of(ob, vec)) * tb > REG_BUDGET || tb > winograd_tiles(&s->w, m)) return 0;
+    if ((ob / lanes_of(ob, vec)) * tb > regs || tb > winograd_tiles(&s->w, m)) return 0;
     if (cfg_get(s, c, K_PAR) == 1 && cfg_get(s, c, K_STAGE) == 1) return 0;   /* one oc-block per task: stage is moot */
     int64_t split = cfg_get(s, c, K_OC_SPLIT);
     if (split > 1 && (cfg_get(s, c, K_PAR) != 0 || (s->w.K / ob) % split)) return 0;
@@ -357,11 +396,137 @@ static int64_t pick_tile(int64_t extent, int64_t cap) {
   return cap;
 }
 
-/* The default: channel blocks of one vector (so neighbours agree on NCHW16c
- * and need no transforms), the widest register tile that fits. */
-void config_default(const task_space *s, sched_config *c) { config_default_direct(s, c, 1); }
+/* the candidates of knob k of t, as a list */
+static const knob *knob_of(const tmpl_space *t, knob_id k) {
+  for (int i = 0; i < t->n_knobs; i++)
+    if (t->knobs[i].id == k) return &t->knobs[i];
+  return NULL;
+}
 
-void config_default_direct(const task_space *s, sched_config *c, int allow_winograd) {
+/* The cost model of the default direct configs, in cycles of one core.
+ * Compute: a register tile of nv accumulator vectors (output channels) by p
+ * positions loads nv weight vectors and p broadcasts per reduction step for
+ * nv·p FMAs. A core with two FMA units and two load units (every AVX-512
+ * core temper targets) runs an FMA whose broadcast comes from memory at 86 %
+ * of its register speed (bench/peak: 183 of 213 GFLOP/s on Sapphire
+ * Rapids), and whole kernels lose more: the old default (one vector by 28
+ * positions, 1.04 loads per FMA) ran 1×1 layers at 0.6–0.7× oneDNN, four
+ * vectors by 7 (0.39 loads per FMA) at 0.9–1.0× (bench/RESULTS.md). So an
+ * FMA costs (1 + loads per FMA) / 2 cycles, and a tile that overhangs the
+ * output computes its overhang for nothing. Traffic: whatever a loop
+ * re-reads that does not stay in half of L2 comes again from L3 at about 16
+ * bytes per cycle (measured: ResNet-50's s4_3x3_256_s2 lost 0.4 ms reading
+ * its 2.4 MB of weights once per row, 33 MB). */
+typedef struct tile_cost { double fma_vecs; double l2_half; } tile_cost;
+static double tile_cycles(const tile_cost *tc, int64_t nv, int64_t p, double waste, double traffic_bytes) {
+  return tc->fma_vecs * 0.5 * (1.0 + (double)(nv + p) / (double)(nv * p)) * waste + traffic_bytes / 16.0;
+}
+/* blocks narrower than a vector use part of each FMA: the waste of ob lanes of vec */
+static double lane_waste(int64_t ob, int vec) { return (double)vec / (double)lanes_of(ob, vec); }
+/* bytes read when `bytes` are read `passes` times: once if they stay in half of L2 */
+static double reread(const tile_cost *tc, double bytes, int64_t passes) { return bytes > tc->l2_half ? bytes * (double)passes : bytes; }
+
+static double overhang(int64_t extent, int64_t tile) { return (double)((extent + tile - 1) / tile * tile) / (double)extent; }
+
+/* the largest candidate of knob k that divides x and is at most cap (the smallest if none) */
+static int64_t largest_dividing(const knob *k, int64_t x, int64_t cap) {
+  int64_t best = k->vals[0];
+  for (int j = 0; j < k->n; j++)
+    if (k->vals[j] <= cap && x % k->vals[j] == 0) best = k->vals[j];
+  return best;
+}
+
+/* accumulators a default register tile of nv vectors takes: the rest of
+ * the vector registers hold the nv weight vectors and the broadcast (four
+ * vectors by 7 positions, 28 accumulators, spilled: 4 % slower than by 6 on
+ * s4_1x1_1024_256, five runs each) */
+static int64_t acc_cap(const task_space *s, int64_t nv) {
+  int64_t cap = (s->vec >= 16 ? 32 : 16) - nv - 1;
+  return cap < s->regs ? cap : s->regs;
+}
+
+static tile_cost cost_of(const task_space *s) {
+  return (tile_cost){workload_flops(&s->w) / 2.0 / (double)s->vec, (double)s->l2 / 2.0};
+}
+
+/* NCHWc direct: output channels in up to 4 vectors, rows × columns of the
+ * register tile, chosen together by tile_cycles. Split over rows, a task
+ * reads all the weights per row tile; over channels, all the input per
+ * channel block. Input channel blocks of one vector, fewer where the
+ * weights of one block (R·S·ib·ob floats, read for every tile) and the
+ * tile's input window would not fit half of L1. */
+static void default_nchwc(const task_space *s, const tmpl_space *t, sched_config *c) {
+  const conv_workload *w = &s->w;
+  int64_t OH = workload_out(w, 2), OW = workload_out(w, 3);
+  const knob *ko = knob_of(t, K_OC_BN), *kw = knob_of(t, K_OW_BN), *kh = knob_of(t, K_OH_BN), *ki = knob_of(t, K_IC_BN);
+  tile_cost tc = cost_of(s);
+  double wbytes = 4.0 * (double)w->K * (double)(w->C / w->G) * (double)(w->R * w->S), xbytes = 4.0 * (double)(w->N * w->C * w->H * w->W);
+  int rows = conv_split_rows(w);
+  double best = 1e300;
+  int64_t b_ob = ko->vals[0], b_ow = 1, b_oh = 1;
+  for (int i = 0; i < ko->n; i++) {
+    int64_t ob = ko->vals[i], nv = ob / lanes_of(ob, s->vec);
+    if (nv > 4 || acc_cap(s, nv) < nv) continue;
+    for (int j = 0; j < kw->n; j++)
+      for (int h = 0; h < kh->n; h++) {
+        int64_t ow = kw->vals[j], oh = kh->vals[h];
+        if (ow * oh * nv > acc_cap(s, nv)) continue;
+        double traffic = rows ? reread(&tc, wbytes, (OH + oh - 1) / oh) : reread(&tc, xbytes, w->K / ob);
+        double cy = tile_cycles(&tc, nv, ow * oh, overhang(OW, ow) * overhang(OH, oh) * lane_waste(ob, s->vec), traffic);
+        if (cy < best * (1 - 1e-9)) best = cy, b_ob = ob, b_ow = ow, b_oh = oh;
+      }
+  }
+  set_knob(t, c, K_OC_BN, b_ob);
+  set_knob(t, c, K_OW_BN, b_ow);
+  set_knob(t, c, K_OH_BN, b_oh);
+  int64_t Cg = w->C / w->G, ib = largest_dividing(ki, Cg, s->vec);
+  for (;;) {
+    int64_t wb = 4 * w->R * w->S * ib * b_ob;
+    int64_t xb = 4 * ib * ((b_oh - 1) * w->sh + (w->R - 1) * w->dh + 1) * ((b_ow - 1) * w->sw + (w->S - 1) * w->dw + 1);
+    int64_t smaller = largest_dividing(ki, Cg, ib - 1);
+    if (wb + xb <= s->l1d / 2 || smaller >= ib) break;
+    ib = smaller;
+  }
+  set_knob(t, c, K_IC_BN, ib);
+  set_knob(t, c, K_UNROLL_KW, w->S <= 3);
+}
+
+/* 1×1: the same register tile over flattened positions, and the loop order
+ * that re-reads less: positions outer reads all the weights per position
+ * tile, output-channel blocks outer all the input per block */
+static void default_1x1(const task_space *s, const tmpl_space *t, sched_config *c) {
+  const conv_workload *w = &s->w;
+  int64_t M = workload_out(w, 2) * workload_out(w, 3);
+  const knob *ko = knob_of(t, K_OC_BN), *km = knob_of(t, K_M_BN);
+  tile_cost tc = cost_of(s);
+  double wbytes = 4.0 * (double)w->K * (double)w->C, xbytes = 4.0 * (double)(w->N * w->C * w->H * w->W);
+  double best = 1e300;
+  int64_t b_ob = ko->vals[0], b_m = 1, b_loop = 0;
+  for (int i = 0; i < ko->n; i++) {
+    int64_t ob = ko->vals[i], nv = ob / lanes_of(ob, s->vec);
+    if (nv > 4 || acc_cap(s, nv) < nv) continue;
+    for (int j = 0; j < km->n; j++)
+      for (int loop = 0; loop < 2; loop++) {
+        int64_t m = km->vals[j];
+        if (m * nv > acc_cap(s, nv)) continue;
+        double traffic = loop ? reread(&tc, wbytes, (M + m - 1) / m) : reread(&tc, xbytes, w->K / ob);
+        double cy = tile_cycles(&tc, nv, m, overhang(M, m) * lane_waste(ob, s->vec), traffic);
+        if (cy < best * (1 - 1e-9)) best = cy, b_ob = ob, b_m = m, b_loop = loop;
+      }
+  }
+  set_knob(t, c, K_OC_BN, b_ob);
+  set_knob(t, c, K_M_BN, b_m);
+  set_knob(t, c, K_IC_BN, s->vec);
+  /* the ic loop stays a loop: unrolled, 24 accumulators spill (ResNet-50's
+   * 1×1 layers 2–25 % slower, worst with positions outer) */
+  set_knob(t, c, K_UNROLL_IC, 0);
+  set_knob(t, c, K_LOOP, b_loop);
+}
+
+void config_default(const task_space *s, sched_config *c) { config_default_at(s, -1, 1, c); }
+void config_default_direct(const task_space *s, sched_config *c, int allow_winograd) { config_default_at(s, -1, allow_winograd, c); }
+
+void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, sched_config *c) {
   const conv_workload *w = &s->w;
   int vec = s->vec;
   const tmpl_space *t = space_tmpl(s, TMPL_DEPTHWISE);
@@ -372,7 +537,7 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
   memset(c, 0, sizeof *c);
   c->tmpl = t->tmpl;
   for (int i = 0; i < t->n_knobs; i++) c->v[i] = t->knobs[i].vals[0];
-  int64_t OH = workload_out(w, 2), OW = workload_out(w, 3);
+  int64_t OW = workload_out(w, 3);
   if (t->tmpl == TMPL_WINOGRAD) {
     /* Winograd for 3×3 stride-1 layers up to C·K = 256² with at least 8×8
      * outputs: tile 4 up to 128² (ResNet's 56×56 and 28×28 layers), tile 2
@@ -393,8 +558,9 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
     set_knob(t, c, K_TILE, m);
     set_knob(t, c, K_IC_BN, w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);
     set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
-    int64_t tiles = winograd_tiles(w, m);
-    set_knob(t, c, K_T_BN, 14 < tiles ? 14 : tiles);
+    int64_t ob = cfg_get(s, c, K_OC_BN), tiles = winograd_tiles(w, m), tb = s->regs / (ob / lanes_of(ob, vec));
+    if (tb > 14) tb = 14;
+    set_knob(t, c, K_T_BN, tb < tiles ? tb : tiles);
     set_knob(t, c, K_PAR, 0);
     set_knob(t, c, K_STAGE, 1);
     set_knob(t, c, K_UNROLL_C, 0);
@@ -406,26 +572,18 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
     c->tmpl = t->tmpl;
     for (int i = 0; i < t->n_knobs; i++) c->v[i] = t->knobs[i].vals[0];
   }
-  if (t->tmpl == TMPL_NCHWC) {
-    set_knob(t, c, K_IC_BN, vec);
-    set_knob(t, c, K_OC_BN, vec);
-    int64_t nv = cfg_get(s, c, K_OC_BN) / lanes_of(cfg_get(s, c, K_OC_BN), vec);
-    int64_t cap = REG_BUDGET / nv;
-    int64_t ow = pick_tile(OW, cap);
-    set_knob(t, c, K_OW_BN, ow);
-    ow = cfg_get(s, c, K_OW_BN);
-    set_knob(t, c, K_OH_BN, ow * 2 * nv <= REG_BUDGET && OH % 2 == 0 ? (ow * 4 * nv <= REG_BUDGET && OH % 4 == 0 ? 4 : 2) : 1);
-    set_knob(t, c, K_UNROLL_KW, w->S <= 3);
-  } else if (t->tmpl == TMPL_1X1) {
-    set_knob(t, c, K_IC_BN, vec);
-    set_knob(t, c, K_OC_BN, vec);
-    int64_t nv = cfg_get(s, c, K_OC_BN) / lanes_of(cfg_get(s, c, K_OC_BN), vec);
-    set_knob(t, c, K_M_BN, pick_tile(OH * OW, REG_BUDGET / nv));
-    set_knob(t, c, K_LOOP, conv_split_rows(w));   /* positions outer where rows are split */
-  } else {
-    set_knob(t, c, K_C_BN, vec);
+  if (t->tmpl == TMPL_NCHWC) default_nchwc(s, t, c);
+  else if (t->tmpl == TMPL_1X1) default_1x1(s, t, c);
+  else {
+    /* depthwise: the producer's block where it is a candidate (no transform
+     * before a memory-bound layer), else one vector */
+    const knob *kc = knob_of(t, K_C_BN);
+    int64_t cb = vec;
+    for (int j = 0; in_blk > 0 && j < kc->n; j++)
+      if (kc->vals[j] == in_blk && in_blk / lanes_of(in_blk, vec) <= s->regs) cb = in_blk;
+    set_knob(t, c, K_C_BN, cb);
     int64_t nv = cfg_get(s, c, K_C_BN) / lanes_of(cfg_get(s, c, K_C_BN), vec);
-    set_knob(t, c, K_OW_BN, pick_tile(OW, REG_BUDGET / nv));
+    set_knob(t, c, K_OW_BN, pick_tile(OW, s->regs / nv));
     set_knob(t, c, K_UNROLL_KW, 1);
   }
 }
@@ -492,8 +650,8 @@ static int check_complete(const task_space *s, sched_config *c, uint32_t seen, c
     if (c->tmpl == TMPL_WINOGRAD)
       snprintf(err, n, "this config is not valid: its register tile needs more than %d vector registers, its scratch "
                "more than %d KiB, or it combines par=1 with stage=1 or with oc_split, or oc_split does not divide the "
-               "output-channel blocks", REG_BUDGET, LF_MAX_LOCAL_BYTES / 1024);
-    else snprintf(err, n, "the register tile of this config needs more than %d vector registers", REG_BUDGET);
+               "output-channel blocks", s->regs, LF_MAX_LOCAL_BYTES / 1024);
+    else snprintf(err, n, "the register tile of this config needs more than %d vector registers", s->regs);
     return -1;
   }
   return 0;

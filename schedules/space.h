@@ -6,8 +6,9 @@
  * integer index (templates in order, then knobs mixed-radix, the first knob
  * least significant) and a canonical JSON text:
  *   {"template":"conv2d_nchwc","ic_bn":16,"oc_bn":32,"ow_bn":14,...}
- * Points whose register tile needs more than REG_BUDGET vector registers are
- * not valid: they have an index but no template builds them.
+ * Points whose register tile needs more accumulators than the target has
+ * registers for (task_space.regs: REG_BUDGET of AVX-512's 32, 12 of AVX2's
+ * 16) are not valid: they have an index but no template builds them.
  *
  * A workload is the identity of a task: op, shapes, strides, padding,
  * dilation, groups, dtype and layout, in one canonical key; the fused
@@ -85,6 +86,8 @@ typedef struct tmpl_space {
 typedef struct task_space {
   conv_workload w;
   int vec;                  /* target vector width in floats */
+  int regs;                 /* accumulators a register tile may use: REG_BUDGET with 32 vector registers, 12 with 16 */
+  int64_t l1d, l2;          /* the cache sizes the default config is fitted to (space_caches) */
   int n_tmpl;
   tmpl_space t[TMPL_COUNT];
   int64_t size;
@@ -145,6 +148,10 @@ int winograd_applies(const conv_workload *w);
 int64_t winograd_tiles(const conv_workload *w, int64_t m);
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);
 
+/* The per-core L1 data and L2 cache sizes of this machine (sysconf, else
+ * sysfs, else 32 KiB and 1 MiB): what the default config blocks for. A
+ * build for another machine (--target) blocks for this one's caches. */
+void space_caches(int64_t *l1d, int64_t *l2);
 void space_build(const conv_workload *w, int vec, task_space *s);
 const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t);  /* NULL if not applicable */
 int64_t space_index(const task_space *s, const sched_config *c);
@@ -152,11 +159,18 @@ int space_config(const task_space *s, int64_t index, sched_config *c);   /* -1 o
 int space_valid(const task_space *s, const sched_config *c);
 /* the value of knob k in c, -1 if c's template has no such knob */
 int64_t cfg_get(const task_space *s, const sched_config *c, knob_id k);
-/* The default config: Winograd tile 4 for narrow 3×3 stride-1 layers, else
- * the direct (or 1×1, depthwise) template's; config_default_direct(.., 0)
- * never picks Winograd (for weights that are not compile-time constants). */
+/* The default config, fitted to the target's registers and caches rather
+ * than measured on one machine: Winograd for narrow 3×3 stride-1 layers,
+ * else the direct (or 1×1, depthwise) template with the register tile that
+ * loads the fewest operands per FMA and channel blocks whose weights fit L1
+ * (docs/design.md, "default configs"); config_default_direct(.., 0) never
+ * picks Winograd (for weights that are not compile-time constants).
+ * config_default_at: the same, where the conv2d's input is stored in
+ * NCHW<in_blk>c (0: NCHW, -1: unknown): a depthwise conv2d then takes that
+ * block when it can, so it needs no layout transform. */
 void config_default(const task_space *s, sched_config *c);
 void config_default_direct(const task_space *s, sched_config *c, int allow_winograd);
+void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, sched_config *c);
 
 /* Canonical JSON text; the short form key=value list goes into the IR's
  * schedule attribute ("conv2d_nchwc:ic_bn=16,oc_bn=32,..."). */

@@ -1,6 +1,7 @@
 /* test_space.c: schedules/space.c — workload keys and their validation
- * (keys come from databases and logs made elsewhere), knob ids, and the
- * layouts a config implies. */
+ * (keys come from databases and logs made elsewhere), knob ids, the
+ * layouts a config implies, and the default configs fitted to the
+ * target's registers and caches. */
 #include "helpers.h"
 #include "space.h"
 
@@ -46,7 +47,102 @@ static void test_knobs_and_layouts(void **state) {
   }
 }
 
+/* the space of w for vec-float vectors, with the given cache sizes */
+static void build_for(const conv_workload *w, int vec, int64_t l1d, int64_t l2, task_space *sp) {
+  space_build(w, vec, sp);
+  sp->l1d = l1d;
+  sp->l2 = l2;
+}
+
+static int64_t accumulators(const task_space *sp, const sched_config *c) {
+  int64_t ob = cfg_get(sp, c, c->tmpl == TMPL_DEPTHWISE ? K_C_BN : K_OC_BN), nv = ob < sp->vec ? 1 : ob / sp->vec;
+  int64_t p = c->tmpl == TMPL_1X1 ? cfg_get(sp, c, K_M_BN)
+            : c->tmpl == TMPL_WINOGRAD ? cfg_get(sp, c, K_T_BN)
+            : cfg_get(sp, c, K_OW_BN) * (c->tmpl == TMPL_NCHWC ? cfg_get(sp, c, K_OH_BN) : 1);
+  return nv * p;
+}
+
+static void test_defaults_fit_the_machine(void **state) {
+  (void)state;
+  /* ResNet-50's 1×1 14×14 1024→256 with AVX-512 and 48 KiB / 2 MiB: four
+   * vectors of output channels by 6 positions (24 accumulators: 28 spill
+   * with the 4 weight vectors and the broadcast), the ic loop not unrolled */
+  conv_workload w = {1, 1024, 14, 14, 256, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  task_space sp;
+  sched_config c;
+  build_for(&w, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_1X1);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 64);
+  assert_int_equal(cfg_get(&sp, &c, K_M_BN), 6);
+  assert_int_equal(cfg_get(&sp, &c, K_UNROLL_IC), 0);
+  /* 2048→512 at 7×7: 4 MiB of weights. With positions outer every position
+   * tile would read them again past L2: output-channel blocks outer */
+  conv_workload deep = {1, 2048, 7, 7, 512, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  build_for(&deep, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_LOOP), 0);
+  /* a 3×3 stride-2 layer split over rows with 2.25 MiB of weights: in a 2
+   * MiB L2 the row tiles grow (fewer passes over the weights); in a 64 MiB
+   * one they need not */
+  conv_workload s2 = {1, 256, 28, 28, 256, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+  build_for(&s2, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  int64_t rows_small_l2 = cfg_get(&sp, &c, K_OH_BN);
+  assert_true(rows_small_l2 >= 2);
+  /* its weight block per input-channel block fits half of L1 */
+  int64_t ib = cfg_get(&sp, &c, K_IC_BN), ob = cfg_get(&sp, &c, K_OC_BN);
+  assert_true(4 * 9 * ib * ob <= (48 << 10) / 2);
+  build_for(&s2, 16, 48 << 10, 64 << 20, &sp);
+  config_default(&sp, &c);
+  assert_true(cfg_get(&sp, &c, K_OH_BN) <= rows_small_l2);
+  /* a smaller L1 takes smaller input-channel blocks */
+  build_for(&s2, 16, 16 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_true(cfg_get(&sp, &c, K_IC_BN) < ib || cfg_get(&sp, &c, K_OC_BN) < ob);
+  /* AVX2 (16 registers): every default fits 12 accumulators, and the space
+   * refuses a tile of 28 that AVX-512 takes */
+  const conv_workload all[] = {w, deep, s2, {1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},
+                               {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1}, {1, 144, 56, 56, 144, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 144}};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    for (int vec = 8; vec <= 16; vec += 8) {
+      build_for(&all[i], vec, 32 << 10, 1 << 20, &sp);
+      config_default(&sp, &c);
+      assert_true(space_valid(&sp, &c));
+      /* the broadcasting templates leave room for the weights and the
+       * broadcast; Winograd's (measured best at 28 with AVX-512) and the
+       * depthwise's (no broadcast) take the space's bound */
+      int bcast = c.tmpl == TMPL_NCHWC || c.tmpl == TMPL_1X1;
+      assert_true(accumulators(&sp, &c) <= (!bcast ? sp.regs : vec == 16 ? 27 : 12));
+    }
+  build_for(&w, 8, 32 << 10, 1 << 20, &sp);
+  char err[256];
+  assert_int_not_equal(config_parse(&sp, "conv2d_1x1:ic_bn=16,oc_bn=8,m_bn=28,unroll_ic=0,loop=0", &c, err, sizeof err), 0);
+  assert_non_null(strstr(err, "more than 12 vector registers"));
+  build_for(&w, 16, 32 << 10, 1 << 20, &sp);
+  assert_int_equal(config_parse(&sp, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=28,unroll_ic=0,loop=0", &c, err, sizeof err), 0);
+  /* depthwise: the producer's block when it is a candidate, else one vector */
+  conv_workload dw = {1, 192, 28, 28, 192, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 192};
+  build_for(&dw, 16, 48 << 10, 2 << 20, &sp);
+  config_default_at(&sp, 64, 1, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_C_BN), 64);
+  config_default_at(&sp, 24, 1, &c);   /* 24 divides 192 but is not a whole number of vectors: one vector */
+  assert_int_equal(cfg_get(&sp, &c, K_C_BN), 16);
+  config_default_at(&sp, -1, 1, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_C_BN), 16);
+}
+
+static void test_host_caches(void **state) {
+  (void)state;
+  int64_t l1d, l2;
+  space_caches(&l1d, &l2);
+  assert_true(l1d >= 8 << 10 && l1d <= 1 << 20);
+  assert_true(l2 >= 128 << 10 && l2 <= 1LL << 30);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys_round_trip_and_refuse), cmocka_unit_test(test_knobs_and_layouts)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys_round_trip_and_refuse), cmocka_unit_test(test_knobs_and_layouts),
+                                     cmocka_unit_test(test_defaults_fit_the_machine), cmocka_unit_test(test_host_caches)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
