@@ -53,7 +53,9 @@ typedef struct exec_step {
   kernel *k;
   float **argv;
   int n_args;
-  const float *next_w;      /* the weights of the next step that has any: prefetched during this one */
+  const float *w;           /* its largest weights, and those of the next step that has any: */
+  int64_t w_bytes;          /* prefetched during this one (temper_pool_prefetch) */
+  const float *next_w;
   int64_t next_w_bytes;
 } exec_step;
 typedef struct exec {

@@ -27,6 +27,12 @@ typedef struct share {
   long long end;
 } share;
 
+/* what a loop's threads prefetch as its kernel runs (temper_pool_prefetch) */
+typedef struct pf_stream {
+  const char *cur, *next;
+  int64_t cur_bytes, next_bytes;
+} pf_stream;
+
 struct temper_pool {
   int n;                      /* threads including the caller */
   pthread_t *threads;
@@ -44,8 +50,7 @@ struct temper_pool {
   temper_task_fn fn;
   void *ctx;
   share *shares;              /* one per thread */
-  const char *pf_next, *pf_job;   /* temper_pool_prefetch: for the next loop; the current loop's */
-  int64_t pf_next_lines, pf_job_lines;
+  pf_stream pf_next, pf_job;  /* temper_pool_prefetch: for the next loop; the current loop's */
   int64_t pf_cap;             /* the most bytes of it fetched ahead (prefetch_cap) */
 };
 
@@ -55,8 +60,9 @@ static _Thread_local int64_t first_begin;
 
 int64_t temper_task_first(void) { return first_begin; }
 
-/* this thread's part of the current loop's prefetch stream */
-static _Thread_local const char *pf_at, *pf_end;
+/* this thread's part of the current loop's prefetch stream: [at, end),
+ * then [at2, end2) */
+static _Thread_local const char *pf_at, *pf_end, *pf_at2, *pf_end2;
 static _Thread_local int64_t pf_lines;
 
 /* The next kernel's weights go to L2 ahead of it: only their start, a
@@ -81,20 +87,53 @@ static int64_t prefetch_cap(void) {
   return (l2 > 0 ? l2 : 1 << 20) / 4;
 }
 
-void temper_pool_prefetch(temper_pool *p, const void *next, int64_t bytes) {
+void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes) {
   if (!p) return;
-  if (bytes > p->pf_cap) bytes = p->pf_cap;
-  p->pf_next = next && bytes > 0 ? next : NULL;
-  p->pf_next_lines = p->pf_next ? (bytes + 63) / 64 : 0;
+  p->pf_next = (pf_stream){cur_bytes > 0 ? cur : NULL, next_bytes > 0 ? next : NULL, cur && cur_bytes > 0 ? cur_bytes : 0,
+                           next && next_bytes > 0 ? next_bytes : 0};
 }
 
-static void prefetch_part(const char *base, int64_t lines, int i, int n) {
-  pf_lines = base ? lines : 0;
-  pf_at = base ? base + lines * i / n * 64 : NULL;
-  pf_end = base ? base + lines * (i + 1) / n * 64 : NULL;
+/* Thread i of n: where it reads the weights of a kernel split over output
+ * channels, the lines [L·i/n, L·(i+1)/n) of their L; the previous kernel
+ * fetched the first cap bytes of that part, so it fetches the rest (a cap
+ * ahead of where it reads, as the kernel progresses), then the first cap
+ * bytes of its part of the next kernel's. Weights of at most a cap per
+ * thread: the next kernel's first cap bytes split among the threads, as
+ * that kernel may read them all on every thread. Ranges in whole lines. */
+typedef struct pf_range { const char *at, *end; } pf_range;
+static int64_t part_lines(const pf_stream *st, int64_t cap, int i, int n, pf_range r[2]) {
+  int64_t capl = cap / 64, k = 0, lines = 0;
+  r[0] = r[1] = (pf_range){NULL, NULL};
+  if (st->cur) {
+    int64_t L = (st->cur_bytes + 63) / 64, lo = L * i / n + capl, hi = L * (i + 1) / n;
+    if (L / n > capl && lo < hi) r[k++] = (pf_range){st->cur + lo * 64, st->cur + hi * 64}, lines += hi - lo;
+  }
+  if (st->next) {
+    int64_t L = (st->next_bytes + 63) / 64, lo, hi;
+    if (L / n > capl) lo = L * i / n, hi = lo + capl;
+    else {
+      int64_t b = L < capl ? L : capl;
+      lo = b * i / n, hi = b * (i + 1) / n;
+    }
+    if (lo < hi) r[k++] = (pf_range){st->next + lo * 64, st->next + hi * 64}, lines += hi - lo;
+  }
+  return lines;
 }
 
+static void prefetch_part(const pf_stream *st, int64_t cap, int i, int n) {
+  pf_at = pf_end = pf_at2 = pf_end2 = NULL;
+  pf_lines = 0;
+  if (!st) return;
+  pf_range r[2], other[2];
+  for (int j = 0; j < n; j++) pf_lines += part_lines(st, cap, j, n, other);   /* kernels take lines / calls per call */
+  part_lines(st, cap, i, n, r);
+  pf_at = r[0].at, pf_end = r[0].end, pf_at2 = r[1].at, pf_end2 = r[1].end;
+}
+
+/* at a kernel's entry: the second range once the first is done (a kernel
+ * runs in several chunks per thread; the switch waits for the next) */
 void temper_prefetch_state(const char **at, const char **end, int64_t *lines) {
+  if (pf_at2 && pf_at >= pf_end) pf_at = pf_at2, pf_end = pf_end2, pf_at2 = NULL;
   *at = pf_at;
   *end = pf_end;
   *lines = pf_lines;
@@ -132,7 +171,7 @@ static void run_share(temper_pool *p, int j, int *first) {
 /* thread i: its own share, then the others' leftovers */
 static void run_job(temper_pool *p, int i) {
   int first = 1;
-  prefetch_part(p->pf_job, p->pf_job_lines, i, p->n);
+  prefetch_part(&p->pf_job, p->pf_cap, i, p->n);
   for (int k = 0; k < p->n; k++) run_share(p, (i + k) % p->n, &first);
 }
 
@@ -216,8 +255,8 @@ int temper_pool_threads(const temper_pool *p) { return p ? p->n : 1; }
 void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n) {
   if (!p || p->n == 1 || n <= 1) {
     first_begin = 0;
-    prefetch_part(p ? p->pf_next : NULL, p ? p->pf_next_lines : 0, 0, 1);
-    if (p) p->pf_next = NULL;
+    prefetch_part(p ? &p->pf_next : NULL, p ? p->pf_cap : 0, 0, 1);
+    if (p) p->pf_next = (pf_stream){0};
     if (n > 0) fn(ctx, 0, n);
     return;
   }
@@ -231,8 +270,7 @@ void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n
   }
   atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   p->pf_job = p->pf_next;   /* one loop's */
-  p->pf_job_lines = p->pf_next_lines;
-  p->pf_next = NULL;
+  p->pf_next = (pf_stream){0};
   atomic_fetch_add(&p->gen, 1);                    /* even: published */
   if (atomic_load(&p->sleepers) > 0) {
     pthread_mutex_lock(&p->mu);

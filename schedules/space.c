@@ -564,7 +564,15 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
     set_knob(t, c, K_PAR, 0);
     set_knob(t, c, K_STAGE, 1);
     set_knob(t, c, K_UNROLL_C, 0);
-    set_knob(t, c, K_OC_SPLIT, 1);
+    /* every tile block reads all the transformed weights ((m+2)²·C·K
+     * floats): where they do not fit half of L2, output-channel groups
+     * outermost, each reading its part for every tile block (ResNet-50's
+     * 14×14 layers, 4 MB: 1.6 ms in the model against 0.77 alone with one
+     * group) */
+    int64_t wt = 4 * (m + 2) * (m + 2) * w->C * w->K, split = 1;
+    if (tiles > tb)
+      while (split < 4 && wt / split > s->l2 / 2 && (w->K / ob) % (split * 2) == 0) split *= 2;
+    set_knob(t, c, K_OC_SPLIT, split);
     if (!space_valid(s, c)) set_knob(t, c, K_STAGE, 0);
     if (space_valid(s, c)) return;
     t = &s->t[0];   /* not valid (scratch too large): the direct default */

@@ -19,16 +19,20 @@ void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n
 /* Inside fn: the begin of this thread's first chunk of the current loop,
  * or -1 in a later chunk. */
 int64_t temper_task_first(void);
-/* The data the step after the next parallel loop will read (the next
- * kernel's weights): the threads of that loop prefetch it a little at a
+/* The weights the next parallel loop's kernel reads (cur) and those of the
+ * kernel after it (next): the loop's threads prefetch them a little at a
  * time, as its kernel calls temper_prefetch_step, so the stream from memory
- * overlaps compute instead of stalling the next kernel. Only the first
- * quarter of this core's L2 of it is fetched (more evicts what the running
- * kernel reads). Used by one loop; next == NULL clears it. */
-void temper_pool_prefetch(temper_pool *p, const void *next, int64_t bytes);
+ * overlaps compute instead of stalling. Each thread fetches what it will
+ * read of cur (its n-th, as a kernel split over output channels reads it)
+ * a quarter of this core's L2 ahead — the first quarter came with the
+ * loop before — then the first quarter-L2 of its part of next (more evicts
+ * what the running kernel reads). Used by one loop; NULLs clear it. */
+void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes);
 /* Inside fn, for compiled kernels: this thread's part of that data, from
  * *at (where it got to) to *end, and the lines of the whole; a kernel
- * prefetches it inline and hands back where it got to at its return. */
+ * prefetches it inline and hands back where it got to at its return. The
+ * part is two ranges at most; the second starts at an entry after the
+ * first is done. */
 void temper_prefetch_state(const char **at, const char **end, int64_t *lines);
 void temper_prefetch_save(const char *at);
 

@@ -119,9 +119,9 @@ static void test_loops_see_each_other(void **state) {
   }
 }
 
-/* temper_pool_prefetch: the next loop's threads get disjoint parts of the
- * region that together cover it, each from its first chunk on; the loop
- * after has none */
+/* temper_pool_prefetch with small next weights: the next loop's threads
+ * get disjoint parts of the region that together cover it, each from its
+ * first chunk on; the loop after has none */
 typedef struct stream { const char *at[4], *end[4]; int64_t lines[4]; pthread_t who[4]; atomic_int n; } stream;
 
 static void take_state(void *ctx, int64_t lo, int64_t hi) {
@@ -143,7 +143,7 @@ static void test_prefetch_stream(void **state) {
     temper_pool *p = temper_pool_create(t);
     assert_non_null(p);
     stream s = {0};
-    temper_pool_prefetch(p, region, sizeof region);
+    temper_pool_prefetch(p, NULL, 0, region, sizeof region);
     temper_parallel_for(p, take_state, &s, 64);
     int n = atomic_load(&s.n);
     assert_true(n >= 1 && n <= t);
@@ -163,6 +163,54 @@ static void test_prefetch_stream(void **state) {
   }
 }
 
+/* large weights: each thread fetches its n-th of the running kernel's past
+ * the first cap bytes (which the loop before fetched), then the first cap
+ * bytes of its n-th of the next kernel's; a later entry of the kernel on
+ * that thread, once the first range is done, starts the second */
+typedef struct stream2 { const char *at[4], *end[4], *at2[4], *end2[4]; int64_t lines[4]; atomic_int n; } stream2;
+static void take_both(void *ctx, int64_t lo, int64_t hi) {
+  (void)hi;
+  stream2 *s = ctx;
+  if (temper_task_first() != lo) return;
+  int i = atomic_fetch_add(&s->n, 1);
+  if (i < 4) {
+    temper_prefetch_state(&s->at[i], &s->end[i], &s->lines[i]);
+    temper_prefetch_save(s->end[i]);   /* as if the kernel had fetched it all */
+    int64_t l;
+    temper_prefetch_state(&s->at2[i], &s->end2[i], &l);
+  }
+  nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+}
+
+static void test_prefetch_stream_slides(void **state) {
+  (void)state;
+  const int64_t W = 64 << 20;   /* more than a quarter of any L2 per thread */
+  char *cur = malloc((size_t)W), *next = malloc((size_t)W);
+  assert_non_null(cur);
+  assert_non_null(next);
+  for (int t = 1; t <= 2; t++) {
+    temper_pool *p = temper_pool_create(t);
+    stream2 s = {0};
+    temper_pool_prefetch(p, cur, W, next, W);
+    temper_parallel_for(p, take_both, &s, 64);
+    int n = atomic_load(&s.n);
+    assert_true(n >= 1 && n <= t);
+    for (int i = 0; i < n; i++) {
+      int64_t part = (s.end[i] - cur) / (W / t) - 1;   /* which n-th: the range ends where that part ends */
+      assert_true(part >= 0 && part < t);
+      assert_true(s.end[i] == cur + W / t * (part + 1));
+      int64_t cap = s.at[i] - (cur + W / t * part);   /* how far ahead it starts */
+      assert_true(cap > 0 && cap % 64 == 0 && cap < W / t);
+      assert_true(s.at2[i] == next + W / t * part);   /* then the start of its part of the next */
+      assert_true(s.end2[i] == s.at2[i] + cap);
+      assert_int_equal(s.lines[i], t * ((W / t - cap) + cap) / 64);   /* the whole stream, over all threads */
+    }
+    temper_pool_destroy(p);
+  }
+  free(cur);
+  free(next);
+}
+
 static void test_no_pool_runs_inline(void **state) {
   (void)state;
   cover c = {calloc(10, sizeof(atomic_int)), 0};
@@ -176,7 +224,7 @@ static void test_no_pool_runs_inline(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_covers_exactly_once), cmocka_unit_test(test_balances_a_slow_thread),
                                      cmocka_unit_test(test_loops_see_each_other),
-                                     cmocka_unit_test(test_prefetch_stream),
+                                     cmocka_unit_test(test_prefetch_stream), cmocka_unit_test(test_prefetch_stream_slides),
                                      cmocka_unit_test(test_no_pool_runs_inline)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
