@@ -131,6 +131,21 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(cfg_get(&sp, &c, K_C_BN), 16);
   config_default_at(&sp, -1, 1, &c);
   assert_int_equal(cfg_get(&sp, &c, K_C_BN), 16);
+  /* Winograd's output-channel groups: where a tile block's working set
+   * passes L2, as many as it takes for a group's weights to fit half of it
+   * (up to four), unless a group's working set still passes 3/4 of L2
+   * (ResNet-50's 3×3 layers: 2 MiB L2 as on the Intel machines, 1 MiB as on
+   * Zen 5) */
+  const struct { int64_t hw, ch, l2, groups; } wg[] = {
+      {56, 64, 2 << 20, 1}, {28, 128, 2 << 20, 4}, {14, 256, 2 << 20, 4},
+      {56, 64, 1 << 20, 1}, {28, 128, 1 << 20, 1}, {14, 256, 1 << 20, 1}};
+  for (size_t i = 0; i < sizeof wg / sizeof *wg; i++) {
+    conv_workload l = {1, wg[i].ch, wg[i].hw, wg[i].hw, wg[i].ch, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    build_for(&l, 16, 48 << 10, wg[i].l2, &sp);
+    config_default(&sp, &c);
+    assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+    assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), wg[i].groups);
+  }
 }
 
 static void test_host_caches(void **state) {
