@@ -4,17 +4,71 @@
  *
  *   parallel over (n, c-block, oh)       [par=1: (n, c-block), oh serial]
  *     for each tile of ow_bn columns:  acc[t][j] = 0
- *       for r (rows clipped to the input), s (unrolled when unroll_kw):
- *         w[j] = W[cb][0][r][s][0][j*16 : +16]
- *         acc[t][j] += X[n][cb][ih][iw(t, s)][j*16 : +16] * w[j]
- *       epilogue(acc) → out[n][cb][oh][ow][0:cb]                            */
+ *       for r (rows clipped to the input):
+ *         [unroll_kw=1] w[s][j] = W[cb][0][r][s][0][j*16 : +16] for every s;
+ *           for each input column i of the tile (unrolled):
+ *             x[j] = X[n][cb][ih][iw0 + i][j*16 : +16]
+ *             acc[t][j] += x[j] * w[s][j]   for every (t, s) with t·sw + s·dw = i
+ *         [unroll_kw=0] for s: w[j] = W[...][s]; acc[t][j] += X[..][iw(t, s)] * w[j]
+ *       epilogue(acc) → out[n][cb][oh][ow][0:cb]
+ * Version 2: unroll_kw=1 walks by input column (version 1 walked s-outer
+ * and spilled; see columns()).                                              */
 #include "conv2d_common.h"
+
+enum { DW_MAX_COLS = 16 };   /* kernel widths unrolled by column; wider ones loop over s */
 
 typedef struct dw {
   conv_ctx *c;
   int64_t ow_bn, unroll;
   int v_n, v_cb, v_oh, v_ih0, v_rlo, v_rext;
 } dw;
+
+/* Row r of the kernel with its columns unrolled, walked by input column:
+ * the tile's input columns i = 0 .. (own-1)·sw + (S-1)·dw, each vector
+ * loaded once and multiplied into every (t, s) with t·sw + s·dw = i. Each
+ * accumulator still takes its s in increasing order, as the s-outer walk
+ * did, so the sums are the same bits; but an input vector now lives for
+ * its own FMAs only. Walked s-outer, the loads of a column shared by
+ * several s (the same address) were merged by LLVM and stayed live across
+ * the whole row: with 24 accumulators that spilled (on 56×56×144 the
+ * kernel ran at 40 % of peak from L2 with half its loads and stores to the
+ * stack). The row's S·nv weight vectors are loaded first. */
+static void columns(dw *k, lstmt *lr, int vr, lexpr *row, lexpr *ow0, int own, int *acc, int checked) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  lexpr *wrow = lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, w->R)), CV(c, vr)), CI(c, w->S));
+  int ws[DW_MAX_COLS][4];
+  for (int64_t s = 0; s < w->S; s++)
+    for (int j = 0; j < c->nv; j++) {
+      ws[s][j] = lf_slot(f, c->lanes);
+      lexpr *wi = lx_add(f, lx_mul(f, lx_add(f, wrow, CI(c, s)), CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
+      ls_add(f, lr, ls_decl(f, ws[s][j], lx_load(f, c->wb, wi, c->lanes, 1, NULL)));
+    }
+  int64_t ncol = (int64_t)(own - 1) * w->sw + (w->S - 1) * w->dw + 1;
+  lexpr *iw0 = lx_bin(f, LO_SUB, lx_mul(f, ow0, CI(c, w->sw)), CI(c, w->pl));
+  for (int64_t i = 0; i < ncol; i++) {
+    int64_t ts[DW_MAX_COLS], ss[DW_MAX_COLS], n = 0;
+    for (int64_t s = 0; s < w->S; s++) {
+      int64_t d = i - s * w->dw;
+      if (d >= 0 && d % w->sw == 0 && d / w->sw < own) ts[n] = d / w->sw, ss[n++] = s;
+    }
+    if (!n) continue;
+    lexpr *iw = lx_add(f, iw0, CI(c, i));
+    lexpr *iwc = checked ? conv_clamp(c, iw, w->W) : iw;
+    for (int j = 0; j < c->nv; j++) {
+      lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
+      lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
+      if (checked) x = lx_select(f, conv_in_range(c, iw, w->W), x, lx_flt(f, 0, c->lanes));
+      int xs = lf_slot(f, c->lanes);
+      ls_add(f, lr, ls_decl(f, xs, x));
+      for (int u = 0; u < n; u++) {
+        int a = acc[ts[u] * c->nv + j];
+        ls_add(f, lr, ls_set(f, a, lx_fma(f, lx_slot(f, xs), lx_slot(f, ws[ss[u]][j]), lx_slot(f, a))));
+      }
+    }
+  }
+}
 
 static void reduction(dw *k, lstmt *blk, lexpr *ow0, int own, int *acc, int checked) {
   conv_ctx *c = k->c;
@@ -24,31 +78,28 @@ static void reduction(dw *k, lstmt *blk, lexpr *ow0, int own, int *acc, int chec
   lstmt *lr = ls_add(f, blk, ls_for(f, vr, CV(c, k->v_rlo), CV(c, k->v_rext), LOOP_SERIAL));
   lexpr *ih = lx_add(f, CV(c, k->v_ih0), lx_mul(f, CV(c, vr), CI(c, w->dh)));
   lexpr *row = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_n), CI(c, c->CB)), CV(c, k->v_cb)), CI(c, w->H)), ih), CI(c, w->W));
-  for (int64_t si = 0; si < (k->unroll ? w->S : 1); si++) {
-    lstmt *sb = lr;
-    lexpr *s;
-    if (k->unroll) s = CI(c, si);
-    else {
-      int vs = lf_var(f, "s");
-      sb = ls_add(f, lr, ls_for(f, vs, CI(c, 0), CI(c, w->S), LOOP_SERIAL));
-      s = CV(c, vs);
-    }
-    int ws[4];
-    lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, w->R)), CV(c, vr)), CI(c, w->S)), s), CI(c, c->ob));
+  if (k->unroll && w->S <= DW_MAX_COLS) {
+    columns(k, lr, vr, row, ow0, own, acc, checked);
+    return;
+  }
+  int vs = lf_var(f, "s");
+  lstmt *sb = ls_add(f, lr, ls_for(f, vs, CI(c, 0), CI(c, w->S), LOOP_SERIAL));
+  lexpr *s = CV(c, vs);
+  int ws[4];
+  lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, w->R)), CV(c, vr)), CI(c, w->S)), s), CI(c, c->ob));
+  for (int j = 0; j < c->nv; j++) {
+    ws[j] = lf_slot(f, c->lanes);
+    ls_add(f, sb, ls_decl(f, ws[j], lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL)));
+  }
+  for (int t = 0; t < own; t++) {
+    lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, s, CI(c, w->dw)));
+    lexpr *iwc = checked ? conv_clamp(c, iw, w->W) : iw;
     for (int j = 0; j < c->nv; j++) {
-      ws[j] = lf_slot(f, c->lanes);
-      ls_add(f, sb, ls_decl(f, ws[j], lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL)));
-    }
-    for (int t = 0; t < own; t++) {
-      lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, s, CI(c, w->dw)));
-      lexpr *iwc = checked ? conv_clamp(c, iw, w->W) : iw;
-      for (int j = 0; j < c->nv; j++) {
-        lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
-        lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
-        if (checked) x = lx_select(f, conv_in_range(c, iw, w->W), x, lx_flt(f, 0, c->lanes));
-        int a = acc[t * c->nv + j];
-        ls_add(f, sb, ls_set(f, a, lx_fma(f, x, lx_slot(f, ws[j]), lx_slot(f, a))));
-      }
+      lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
+      lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
+      if (checked) x = lx_select(f, conv_in_range(c, iw, w->W), x, lx_flt(f, 0, c->lanes));
+      int a = acc[t * c->nv + j];
+      ls_add(f, sb, ls_set(f, a, lx_fma(f, x, lx_slot(f, ws[j]), lx_slot(f, a))));
     }
   }
 }

@@ -601,8 +601,13 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
     for (int j = 0; in_blk > 0 && j < kc->n; j++)
       if (kc->vals[j] == in_blk && in_blk / lanes_of(in_blk, vec) <= s->regs) cb = in_blk;
     set_knob(t, c, K_C_BN, cb);
+    /* the row's S·nv weight vectors stay in registers beside the
+     * accumulators and one input vector (conv2d_depthwise.c walks a row by
+     * input column): 8 columns of 48 channels spilled on 56×56×144 */
     int64_t nv = cfg_get(s, c, K_C_BN) / lanes_of(cfg_get(s, c, K_C_BN), vec);
-    set_knob(t, c, K_OW_BN, pick_tile(OW, s->regs / nv));
+    int64_t vregs = vec >= 16 ? 32 : 16, cap = (vregs - 1) / nv - w->S;
+    if (cap > s->regs / nv || cap < 2) cap = s->regs / nv;   /* weights too many to keep: the widest tile */
+    set_knob(t, c, K_OW_BN, pick_tile(OW, cap));
     set_knob(t, c, K_UNROLL_KW, 1);
   }
 }

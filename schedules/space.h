@@ -60,7 +60,7 @@ typedef struct knob {
 #define CONV_TEMPLATES(X)             \
   X(NCHWC, "conv2d_nchwc", 2)         \
   X(1X1, "conv2d_1x1", 1)             \
-  X(DEPTHWISE, "conv2d_depthwise", 1)  \
+  X(DEPTHWISE, "conv2d_depthwise", 2)  \
   X(WINOGRAD, "conv2d_winograd", 1)
 typedef enum conv_tmpl {
 #define X(id, name, ver) TMPL_##id,

@@ -131,6 +131,18 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(cfg_get(&sp, &c, K_C_BN), 16);
   config_default_at(&sp, -1, 1, &c);
   assert_int_equal(cfg_get(&sp, &c, K_C_BN), 16);
+  assert_int_equal(cfg_get(&sp, &c, K_OW_BN), 28);   /* 28 + 3 weights + 1 input: 32 registers */
+  /* the columns leave registers for a kernel row's weights: 48 channels
+   * (3 vectors) take 7 columns, 21 + 9 + 1 of 32, not the 8 of the
+   * accumulator budget alone (56×56×144 spilled with 8) */
+  conv_workload dw56 = {1, 144, 56, 56, 144, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 144};
+  build_for(&dw56, 16, 48 << 10, 1 << 20, &sp);
+  config_default_at(&sp, 48, 1, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_C_BN), 48);
+  assert_int_equal(cfg_get(&sp, &c, K_OW_BN), 7);
+  build_for(&dw56, 8, 48 << 10, 1 << 20, &sp);   /* AVX2, 16 registers: 12 columns + 3 + 1 */
+  config_default_at(&sp, -1, 1, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_OW_BN), 8);
   /* Winograd's output-channel groups: where a tile block's working set
    * passes L2, as many as it takes for a group's weights to fit half of it
    * (up to four), unless a group's working set still passes 3/4 of L2
