@@ -23,6 +23,23 @@ typedef struct dw {
   int v_n, v_cb, v_oh, v_ih0, v_rlo, v_rext;
 } dw;
 
+/* input vector j at (row, iw): clamped and zero outside the row's columns when checked */
+static lexpr *input(conv_ctx *c, lexpr *row, lexpr *iw, int j, int checked) {
+  lfunc *f = c->f;
+  lexpr *iwc = checked ? conv_clamp(c, iw, c->w.W) : iw;
+  lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
+  lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
+  return checked ? lx_select(f, conv_in_range(c, iw, c->w.W), x, lx_flt(f, 0, c->lanes)) : x;
+}
+
+/* weight vector j of kernel row vr, column s */
+static lexpr *weight(dw *k, int vr, lexpr *s, int j) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, c->w.R)), CV(c, vr)), CI(c, c->w.S)), s), CI(c, c->ob));
+  return lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL);
+}
+
 /* Row r of the kernel with its columns unrolled, walked by input column:
  * the tile's input columns i = 0 .. (own-1)·sw + (S-1)·dw, each vector
  * loaded once and multiplied into every (t, s) with t·sw + s·dw = i. Each
@@ -37,13 +54,11 @@ static void columns(dw *k, lstmt *lr, int vr, lexpr *row, lexpr *ow0, int own, i
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
-  lexpr *wrow = lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, w->R)), CV(c, vr)), CI(c, w->S));
   int ws[DW_MAX_COLS][4];
   for (int64_t s = 0; s < w->S; s++)
     for (int j = 0; j < c->nv; j++) {
       ws[s][j] = lf_slot(f, c->lanes);
-      lexpr *wi = lx_add(f, lx_mul(f, lx_add(f, wrow, CI(c, s)), CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
-      ls_add(f, lr, ls_decl(f, ws[s][j], lx_load(f, c->wb, wi, c->lanes, 1, NULL)));
+      ls_add(f, lr, ls_decl(f, ws[s][j], weight(k, vr, CI(c, s), j)));
     }
   int64_t ncol = (int64_t)(own - 1) * w->sw + (w->S - 1) * w->dw + 1;
   lexpr *iw0 = lx_bin(f, LO_SUB, lx_mul(f, ow0, CI(c, w->sw)), CI(c, w->pl));
@@ -55,13 +70,9 @@ static void columns(dw *k, lstmt *lr, int vr, lexpr *row, lexpr *ow0, int own, i
     }
     if (!n) continue;
     lexpr *iw = lx_add(f, iw0, CI(c, i));
-    lexpr *iwc = checked ? conv_clamp(c, iw, w->W) : iw;
     for (int j = 0; j < c->nv; j++) {
-      lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
-      lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
-      if (checked) x = lx_select(f, conv_in_range(c, iw, w->W), x, lx_flt(f, 0, c->lanes));
       int xs = lf_slot(f, c->lanes);
-      ls_add(f, lr, ls_decl(f, xs, x));
+      ls_add(f, lr, ls_decl(f, xs, input(c, row, iw, j, checked)));
       for (int u = 0; u < n; u++) {
         int a = acc[ts[u] * c->nv + j];
         ls_add(f, lr, ls_set(f, a, lx_fma(f, lx_slot(f, xs), lx_slot(f, ws[ss[u]][j]), lx_slot(f, a))));
@@ -86,20 +97,15 @@ static void reduction(dw *k, lstmt *blk, lexpr *ow0, int own, int *acc, int chec
   lstmt *sb = ls_add(f, lr, ls_for(f, vs, CI(c, 0), CI(c, w->S), LOOP_SERIAL));
   lexpr *s = CV(c, vs);
   int ws[4];
-  lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, w->R)), CV(c, vr)), CI(c, w->S)), s), CI(c, c->ob));
   for (int j = 0; j < c->nv; j++) {
     ws[j] = lf_slot(f, c->lanes);
-    ls_add(f, sb, ls_decl(f, ws[j], lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL)));
+    ls_add(f, sb, ls_decl(f, ws[j], weight(k, vr, s, j)));
   }
   for (int t = 0; t < own; t++) {
     lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, s, CI(c, w->dw)));
-    lexpr *iwc = checked ? conv_clamp(c, iw, w->W) : iw;
     for (int j = 0; j < c->nv; j++) {
-      lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
-      lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
-      if (checked) x = lx_select(f, conv_in_range(c, iw, w->W), x, lx_flt(f, 0, c->lanes));
       int a = acc[t * c->nv + j];
-      ls_add(f, sb, ls_set(f, a, lx_fma(f, x, lx_slot(f, ws[j]), lx_slot(f, a))));
+      ls_add(f, sb, ls_set(f, a, lx_fma(f, input(c, row, iw, j, checked), lx_slot(f, ws[j]), lx_slot(f, a))));
     }
   }
 }

@@ -436,12 +436,15 @@ static int64_t largest_dividing(const knob *k, int64_t x, int64_t cap) {
   return best;
 }
 
+/* the vector register file: AVX-512's 32, AVX2's and SSE's 16 */
+static int64_t vector_registers(const task_space *s) { return s->vec >= 16 ? 32 : 16; }
+
 /* accumulators a default register tile of nv vectors takes: the rest of
  * the vector registers hold the nv weight vectors and the broadcast (four
  * vectors by 7 positions, 28 accumulators, spilled: 4 % slower than by 6 on
  * s4_1x1_1024_256, five runs each) */
 static int64_t acc_cap(const task_space *s, int64_t nv) {
-  int64_t cap = (s->vec >= 16 ? 32 : 16) - nv - 1;
+  int64_t cap = vector_registers(s) - nv - 1;
   return cap < s->regs ? cap : s->regs;
 }
 
@@ -605,7 +608,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * accumulators and one input vector (conv2d_depthwise.c walks a row by
      * input column): 8 columns of 48 channels spilled on 56×56×144 */
     int64_t nv = cfg_get(s, c, K_C_BN) / lanes_of(cfg_get(s, c, K_C_BN), vec);
-    int64_t vregs = vec >= 16 ? 32 : 16, cap = (vregs - 1) / nv - w->S;
+    int64_t cap = (vector_registers(s) - 1) / nv - w->S;
     if (cap > s->regs / nv || cap < 2) cap = s->regs / nv;   /* weights too many to keep: the widest tile */
     set_knob(t, c, K_OW_BN, pick_tile(OW, cap));
     set_knob(t, c, K_UNROLL_KW, 1);
