@@ -82,26 +82,41 @@ static int is_plain(const char *l) { return !l[0] || !strcmp(l, "NCHW") || !strc
 
 typedef struct conv_dims { int64_t N, C, H, W, K, OH, OW, R, S, G, sh, sw, ph, pw, dh, dw; } conv_dims;
 
-static void conv_plain(const conv_dims *c, const float *x, const float *w, float *y) {
+/* y[k][oh][ow] = sum over (ci, r, s), in that order, in double. A whole
+ * output row accumulates at once (one double per column), so the inner loop
+ * runs along the row: every output sees the same additions in the same
+ * order as one dot product at a time, and the result is the same bit for bit;
+ * the columns a kernel tap reaches inside the image are worked out once per
+ * tap instead of tested per multiply. */
+static int conv_plain(const conv_dims *c, const float *x, const float *w, float *y) {
   int64_t Cg = c->C / c->G, Kg = c->K / c->G;
+  double *acc = malloc(sizeof(double) * (size_t)(c->OW ? c->OW : 1));
+  if (!acc) return 0;
   for (int64_t nn = 0; nn < c->N; nn++)
     for (int64_t k = 0; k < c->K; k++)
-      for (int64_t oh = 0; oh < c->OH; oh++)
-        for (int64_t ow = 0; ow < c->OW; ow++) {
-          double acc = 0;
-          int64_t g = k / Kg;
-          for (int64_t ci = 0; ci < Cg; ci++)
-            for (int64_t r = 0; r < c->R; r++) {
-              int64_t ih = oh * c->sh - c->ph + r * c->dh;
-              if (ih < 0 || ih >= c->H) continue;
-              for (int64_t s = 0; s < c->S; s++) {
-                int64_t iw = ow * c->sw - c->pw + s * c->dw;
-                if (iw < 0 || iw >= c->W) continue;
-                acc += (double)x[((nn * c->C + g * Cg + ci) * c->H + ih) * c->W + iw] * w[((k * Cg + ci) * c->R + r) * c->S + s];
-              }
+      for (int64_t oh = 0; oh < c->OH; oh++) {
+        int64_t g = k / Kg;
+        for (int64_t ow = 0; ow < c->OW; ow++) acc[ow] = 0;
+        for (int64_t ci = 0; ci < Cg; ci++)
+          for (int64_t r = 0; r < c->R; r++) {
+            int64_t ih = oh * c->sh - c->ph + r * c->dh;
+            if (ih < 0 || ih >= c->H) continue;
+            const float *xrow = x + ((nn * c->C + g * Cg + ci) * c->H + ih) * c->W;
+            for (int64_t s = 0; s < c->S; s++) {
+              /* iw = ow * sw + off inside [0, W) for ow in [lo, hi) */
+              int64_t off = s * c->dw - c->pw;
+              int64_t lo = off >= 0 ? 0 : (-off + c->sw - 1) / c->sw;
+              int64_t hi = c->W - 1 - off < 0 ? 0 : (c->W - 1 - off) / c->sw + 1;
+              if (hi > c->OW) hi = c->OW;
+              double wv = w[((k * Cg + ci) * c->R + r) * c->S + s];
+              for (int64_t ow = lo; ow < hi; ow++) acc[ow] += (double)xrow[ow * c->sw + off] * wv;
             }
-          y[((nn * c->K + k) * c->OH + oh) * c->OW + ow] = (float)acc;
-        }
+          }
+        float *yrow = y + ((nn * c->K + k) * c->OH + oh) * c->OW;
+        for (int64_t ow = 0; ow < c->OW; ow++) yrow[ow] = (float)acc[ow];
+      }
+  free(acc);
+  return 1;
 }
 
 /* any layouts: unpack to NCHW / OIHW, convolve, pack the result */
@@ -125,7 +140,7 @@ static temper_status ref_conv2d(const node *n, const float *x, const float *w, f
   if (!is_plain(ol) && !(yp = malloc(sizeof(float) * (size_t)(c.N * c.K * c.OH * c.OW)))) goto oom;
   if (xp != x) ref_relayout(x, dl, xp, "NCHW", "NCHW", xd);
   if (wp != w) ref_relayout(w, kl, wp, "OIHW", "OIHW", wd);
-  conv_plain(&c, xp, wp, yp);
+  if (!conv_plain(&c, xp, wp, yp)) goto oom;
   if (yp != y) ref_relayout(yp, "NCHW", y, ol, "NCHW", yd);
   if (xp != x) free(xp);
   if (wp != w) free(wp);
@@ -134,6 +149,7 @@ static temper_status ref_conv2d(const node *n, const float *x, const float *w, f
 oom:
   if (xp != x) free(xp);
   if (wp != w) free(wp);
+  if (yp != y) free(yp);
   return TEMPER_ENOMEM;
 }
 

@@ -549,11 +549,11 @@ static void test_errors(void **state) {
   /* many unsupported types with long node names: every type is named (the
    * names give way), none cut off as convnext_tiny's Sqrt and Erf were */
   one_conv(&b, "");
-  char types[30][16];
+  char types[30][24];
   for (int t = 0; t < 30; t++) {
     snprintf(types[t], sizeof types[t], "Fancy%02d", t);
     for (int k = 0; k < 2; k++) {
-      char name[160], out[16];
+      char name[160], out[32];
       snprintf(name, sizeof name, "/stages/stage_%d/block_%d/layer_with_a_very_long_exported_name/%.15s", t, k, types[t]);
       snprintf(out, sizeof out, "o%d_%d", t, k);
       nodev(&b, types[t], name, "y", out);

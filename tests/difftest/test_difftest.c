@@ -12,7 +12,7 @@
 #ifdef TEMPER_SANITIZED
 enum { NETWORKS = 60 };
 #else
-enum { NETWORKS = 200 };
+enum { NETWORKS = 150 };
 #endif
 enum { FIRST_SEED = 1000 };
 

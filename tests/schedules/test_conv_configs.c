@@ -13,7 +13,7 @@
  * sanitizers (a check of temper's own memory use, with the full coverage in
  * the plain build) fewer configs per shape keep the suite inside its budget */
 #ifdef TEMPER_SANITIZED
-enum { CONFIGS_PER_SHAPE = 12 };
+enum { CONFIGS_PER_SHAPE = 6 };
 #else
 enum { CONFIGS_PER_SHAPE = 30 };
 #endif
