@@ -65,13 +65,21 @@ int64_t temper_task_first(void) { return first_begin; }
 static _Thread_local const char *pf_at, *pf_end, *pf_at2, *pf_end2;
 static _Thread_local int64_t pf_lines;
 
-/* The next kernel's weights go to L2 ahead of it: only their start, a
- * quarter of this core's L2. All of them (ResNet-50's last layers have
- * 4–9 MB) evicted what the running kernel still read: on a Sapphire
- * Rapids-class core (2 MB L2) the 1×1 layers of the last stage took 1.31
- * ms in the model instead of 0.86, and the whole model's kernels 51.7 ms
- * at one thread against 49.1 with a quarter of L2 (26.3 against 25.1 at
- * two threads; bench/RESULTS.md). */
+/* How far the weight stream runs ahead: the next kernel's first bytes are
+ * fetched during the current kernel, and the current kernel's stream stays
+ * that far ahead of where it reads. Half of this core's L2 (the other half
+ * keeps the weight block the kernel re-reads and its input), and at most
+ * 512 KB. All of the next weights (ResNet-50's last layers have 4–9 MB)
+ * evicted what the running kernel still read: on a Sapphire Rapids-class
+ * core (2 MB L2) the 1×1 layers of the last stage took 1.31 ms in the model
+ * instead of 0.86 with 512 KB, and the whole model's kernels 51.7 ms at one
+ * thread against 49.1 (26.3 against 25.1 at two threads). On Zen 5 (1 MB
+ * L2) a quarter, 256 KB, covered less than half of a stage-5 3×3 kernel's
+ * 590 KB weight block when the block starts, and the stream fell behind:
+ * with 512 KB ResNet-50 at one thread took 0.97× as long in `temper run`
+ * and 0.99× as a built library (medians of 14 and 13 alternating pairs),
+ * unchanged at two threads and in MobileNetV2 (bench/RESULTS.md). Between 512 KB and a whole 2 MB L2 nothing was
+ * measured, so the cap keeps Intel's measured 512 KB. */
 static int64_t prefetch_cap(void) {
   long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE
@@ -84,7 +92,8 @@ static int64_t prefetch_cap(void) {
     else l2 = -1;
     if (f) fclose(f);
   }
-  return (l2 > 0 ? l2 : 1 << 20) / 4;
+  int64_t half = (l2 > 0 ? l2 : 1 << 20) / 2;
+  return half < (512 << 10) ? half : 512 << 10;
 }
 
 void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes) {

@@ -184,7 +184,7 @@ static void take_both(void *ctx, int64_t lo, int64_t hi) {
 
 static void test_prefetch_stream_slides(void **state) {
   (void)state;
-  const int64_t W = 64 << 20;   /* more than a quarter of any L2 per thread */
+  const int64_t W = 64 << 20;   /* more than the lead (at most 512 KB) per thread */
   char *cur = malloc((size_t)W), *next = malloc((size_t)W);
   assert_non_null(cur);
   assert_non_null(next);
