@@ -78,8 +78,9 @@ static _Thread_local int64_t pf_lines;
  * 590 KB weight block when the block starts, and the stream fell behind:
  * with 512 KB ResNet-50 at one thread took 0.97× as long in `temper run`
  * and 0.99× as a built library (medians of 14 and 13 alternating pairs),
- * unchanged at two threads and in MobileNetV2 (bench/RESULTS.md). Between 512 KB and a whole 2 MB L2 nothing was
- * measured, so the cap keeps Intel's measured 512 KB. */
+ * unchanged at two threads and in MobileNetV2 (bench/RESULTS.md). Between
+ * 512 KB and a whole 2 MB L2 nothing was measured, so the cap keeps
+ * Intel's measured 512 KB. */
 static int64_t prefetch_cap(void) {
   long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE

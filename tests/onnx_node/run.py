@@ -12,8 +12,8 @@ temper's outputs equal the expected ones (normwise relative error within
 1e-4, the schedules' tolerance), or temper refuses the model with exit 1 and
 a message; a wrong answer, a crash or a hang fails the suite. With
 --one-variant (the sanitized build) each test runs once: a model with one
-input as it is, one with more with the initializers (as exporters write it). Prints one line
-per op (passed / refused) and the refusals' reasons.
+input as it is, one with more with the initializers (as exporters write
+it). Prints one line per op (passed / refused) and the refusals' reasons.
 """
 import collections
 import os
