@@ -4,14 +4,16 @@
  * by nn.contrib_conv2d_winograd_weight_transform), output NCHW<ob>c.
  *
  * The output is cut into m×m tiles (TH × TW per image, row-major, the last
- * ones partial); a task takes t_bn consecutive tiles:
+ * ones partial); a task takes a block of t_bn · t_blocks consecutive tiles
+ * (at most all), which read the transformed weights once between them:
  *
  *   parallel over (n, oc group, tile block)        [par=1: (n, tile block, oc-block)]
  *     V[e][icb][t][ic] = (Bᵀ d B)[e]   for its tiles, every input channel     (local)
  *     for each oc-block kb of the task (its group's KB/oc_split, or its one):
  *       for e in alpha²:                           batched GEMM, register tile t_bn × ob
- *         acc[t][j] = Σ_c  bcast(V[e][c][t]) · U[kb][e][c][j*16 : +16]
- *         M[e][t] = acc                                                     (local)
+ *         for each register tile r of the block (t_blocks of them):
+ *           acc[t][j] = Σ_c  bcast(V[e][c][r·t_bn + t]) · U[kb][e][c][j*16 : +16]
+ *           M[e][r·t_bn + t] = acc                                          (local)
  *       [stage=0] Y = Aᵀ M A, epilogue, store      (the output transform per oc-block)
  *     [stage=1] every oc-block multiplied first, then one output-transform pass
  *
@@ -24,7 +26,7 @@
 typedef struct wino {
   conv_ctx *c;
   wino_mats mt;
-  int64_t m, a, tb, par, stage, unroll_c, split;
+  int64_t m, a, tb, rt, par, stage, unroll_c, split;   /* tb: tiles of a block; rt: of a register tile */
   int64_t TH, TW, P1, TB;
   int vb, mb;            /* local buffers V and M */
   int v_n, v_blk, v_kb, v_g;   /* v_g: the oc group (par=0) */
@@ -129,15 +131,11 @@ static void input_transform(wino *k, lstmt *blk, lexpr *p0, int tbn) {
     }
 }
 
-/* M[mk][e][t] for every e: the batched GEMM of oc-block kb */
-static void multiply(wino *k, lstmt *blk, lexpr *kb, lexpr *mk, int tbn) {
+/* M[mk][e][t0 + t] for every e and the register tile's tbn tiles from t0 */
+static void multiply_tile(wino *k, lstmt *le, lexpr *e, lexpr *kb, lexpr *mk, int64_t t0, int tbn, int pf) {
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   int64_t a2 = k->a * k->a;
-  int v_e = lf_var(f, "e");
-  lstmt *le = ls_add(f, blk, ls_for(f, v_e, CI(c, 0), CI(c, a2), LOOP_SERIAL));
-  ls_add(f, le, ls_prefetch_next(f, c->w.N * k->TB * c->KB * a2));   /* one multiply per (image, tile block, oc-block) */
-  lexpr *e = CV(c, v_e);
   int acc[REG_BUDGET * 4];
   for (int i = 0; i < tbn * c->nv; i++) {
     acc[i] = lf_slot(f, c->lanes);
@@ -145,9 +143,14 @@ static void multiply(wino *k, lstmt *blk, lexpr *kb, lexpr *mk, int tbn) {
   }
   int v_icb = lf_var(f, "icb");
   lstmt *lc = ls_add(f, le, ls_for(f, v_icb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
+  /* the weight stream a little per input-channel block: a few lines
+   * between FMAs, not a burst that fills the core's miss buffers and stalls
+   * it (one multiply per image, tile block, oc-block, e and ic-block) */
+  if (pf) ls_add(f, lc, ls_prefetch_next(f, c->w.N * k->TB * c->KB * a2 * c->CB));
   int v_vb = lf_var(f, "vbase"), v_ub = lf_var(f, "ubase");
-  /* V[e][icb][0][0] and U[kb][e][icb·ib][0] */
-  ls_add(f, lc, ls_let(f, v_vb, lx_mul(f, lx_add(f, lx_mul(f, e, CI(c, c->CB)), CV(c, v_icb)), CI(c, k->tb * c->ib))));
+  /* V[e][icb][t0][0] and U[kb][e][icb·ib][0] */
+  ls_add(f, lc, ls_let(f, v_vb, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, e, CI(c, c->CB)), CV(c, v_icb)), CI(c, k->tb * c->ib)),
+                                       CI(c, t0 * c->ib))));
   ls_add(f, lc, ls_let(f, v_ub, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, kb, CI(c, a2)), e), CI(c, c->CB)), CV(c, v_icb)),
                                        CI(c, c->ib * c->ob))));
   lstmt *li = lc;
@@ -175,13 +178,25 @@ static void multiply(wino *k, lstmt *blk, lexpr *kb, lexpr *mk, int tbn) {
       }
     }
   }
-  /* M[mk][e][t][0:ob] */
+  /* M[mk][e][t0 + t][0:ob] */
   for (int t = 0; t < tbn; t++)
     for (int j = 0; j < c->nv; j++) {
-      lexpr *mi = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, mk, CI(c, a2)), e), CI(c, k->tb)), CI(c, t)), CI(c, c->ob)),
+      lexpr *mi = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, mk, CI(c, a2)), e), CI(c, k->tb)), CI(c, t0 + t)), CI(c, c->ob)),
                          CI(c, (int64_t)j * c->lanes));
       ls_add(f, le, ls_store(f, k->mb, mi, lx_slot(f, acc[t * c->nv + j]), 1, NULL));
     }
+}
+
+/* M[mk][e][t] for every e and the block's tbn tiles: the batched GEMM of
+ * oc-block kb, register tile by register tile (the last one shorter) */
+static void multiply(wino *k, lstmt *blk, lexpr *kb, lexpr *mk, int tbn) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  int64_t a2 = k->a * k->a;
+  int v_e = lf_var(f, "e");
+  lstmt *le = ls_add(f, blk, ls_for(f, v_e, CI(c, 0), CI(c, a2), LOOP_SERIAL));
+  for (int64_t t0 = 0; t0 < tbn; t0 += k->rt)
+    multiply_tile(k, le, CV(c, v_e), kb, mk, t0, (int)(tbn - t0 < k->rt ? tbn - t0 : k->rt), t0 == 0);
 }
 
 /* Y = Aᵀ M A for the block's tiles of oc-block kb, through the epilogue */
@@ -257,7 +272,7 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
   temper_status s = conv_ctx_init(&c, p, vec, d);
   if (s) return s;
   lfunc *f = c.f;
-  wino k = {.c = &c, .m = cfg_get(&c.space, &c.cfg, K_TILE), .tb = cfg_get(&c.space, &c.cfg, K_T_BN),
+  wino k = {.c = &c, .m = cfg_get(&c.space, &c.cfg, K_TILE), .tb = winograd_block(&c.space, &c.cfg), .rt = cfg_get(&c.space, &c.cfg, K_T_BN),
             .par = cfg_get(&c.space, &c.cfg, K_PAR), .stage = cfg_get(&c.space, &c.cfg, K_STAGE),
             .unroll_c = cfg_get(&c.space, &c.cfg, K_UNROLL_C), .split = cfg_get(&c.space, &c.cfg, K_OC_SPLIT)};
   if (c.x_nchw || winograd_mats((int)k.m, &k.mt))

@@ -261,6 +261,13 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
     knob *g = add_knob(t, K_OC_SPLIT, KNOB_CHOICE);
     g->vals[g->n++] = 1, g->vals[g->n++] = 2, g->vals[g->n++] = 4;
     g->appended = 1;
+    /* register tiles per tile block: a block's tiles share one transformed
+     * input and one pass over the weights, each register tile re-reading a
+     * transformed weight row from L1 (64 KB at most) — fewer passes over
+     * weights larger than L2 */
+    knob *tb = add_knob(t, K_T_BLK, KNOB_CHOICE);
+    tb->vals[tb->n++] = 1, tb->vals[tb->n++] = 2, tb->vals[tb->n++] = 4;
+    tb->appended = 1;
     finish(s, t);
   }
   if (depthwise) {
@@ -343,8 +350,9 @@ int space_valid(const task_space *s, const sched_config *c) {
     return (cb / lanes_of(cb, vec)) * cfg_get(s, c, K_OW_BN) <= regs;
   }
   case TMPL_WINOGRAD: {
-    int64_t ob = cfg_get(s, c, K_OC_BN), m = cfg_get(s, c, K_TILE), tb = cfg_get(s, c, K_T_BN);
-    if ((ob / lanes_of(ob, vec)) * tb > regs || tb > winograd_tiles(&s->w, m)) return 0;
+    int64_t ob = cfg_get(s, c, K_OC_BN), m = cfg_get(s, c, K_TILE), tb = cfg_get(s, c, K_T_BN), tiles = winograd_tiles(&s->w, m);
+    if ((ob / lanes_of(ob, vec)) * tb > regs || tb > tiles) return 0;
+    if (tb * (cfg_get(s, c, K_T_BLK) - 1) >= tiles) return 0;   /* a register tile of the block with no tile */
     if (cfg_get(s, c, K_PAR) == 1 && cfg_get(s, c, K_STAGE) == 1) return 0;   /* one oc-block per task: stage is moot */
     int64_t split = cfg_get(s, c, K_OC_SPLIT);
     if (split > 1 && (cfg_get(s, c, K_PAR) != 0 || (s->w.K / ob) % split)) return 0;
@@ -365,10 +373,15 @@ int64_t winograd_tiles(const conv_workload *w, int64_t m) {
   return ((workload_out(w, 2) + m - 1) / m) * ((workload_out(w, 3) + m - 1) / m);
 }
 
+int64_t winograd_block(const task_space *s, const sched_config *c) {
+  int64_t tb = cfg_get(s, c, K_T_BN) * cfg_get(s, c, K_T_BLK), tiles = winograd_tiles(&s->w, cfg_get(s, c, K_TILE));
+  return tb < tiles ? tb : tiles;
+}
+
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats) {
   const conv_workload *w = &s->w;
-  int64_t m = cfg_get(s, c, K_TILE), ob = cfg_get(s, c, K_OC_BN), tb = cfg_get(s, c, K_T_BN), a2 = (m + 2) * (m + 2);
-  int64_t tiles = winograd_tiles(w, m);
+  int64_t m = cfg_get(s, c, K_TILE), ob = cfg_get(s, c, K_OC_BN), a2 = (m + 2) * (m + 2);
+  int64_t tiles = winograd_tiles(w, m), tb = winograd_block(s, c);
   if (tb > tiles) tb = tiles;
   /* M holds every oc-block of the task when they are all multiplied first */
   int64_t blocks = cfg_get(s, c, K_PAR) == 0 && cfg_get(s, c, K_STAGE) ? w->K / ob / cfg_get(s, c, K_OC_SPLIT) : 1;
@@ -534,7 +547,10 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
   int vec = s->vec;
   const tmpl_space *t = space_tmpl(s, TMPL_DEPTHWISE);
   if (!t) t = space_tmpl(s, TMPL_1X1);
-  if (!t && allow_winograd && w->C >= vec && w->K >= vec && w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64)
+  /* wide layers: Winograd where one tile block of all the tiles fits (below) */
+  int wide = w->C * w->K > 256 * 256 && 4 * 16 * w->C * winograd_tiles(w, 2) <= s->l2 / 2;
+  if (!t && allow_winograd && w->C >= vec && w->K >= vec &&
+      ((w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64) || wide))
     t = space_tmpl(s, TMPL_WINOGRAD);
   if (!t) t = &s->t[0];
   memset(c, 0, sizeof *c);
@@ -545,9 +561,9 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
     /* Winograd for 3×3 stride-1 layers up to C·K = 256² with at least 8×8
      * outputs: tile 4 up to 128² (ResNet's 56×56 and 28×28 layers), tile 2
      * beyond (14×14: its transformed weights, 16/9 of the direct ones, come
-     * from memory in a whole network; tile 4's are 4×). The small 7×7 layers
-     * keep the direct default (untuned Winograd measured 2.3 ms against 0.6
-     * there). The blocks and register tile are what tuning ResNet-50 found
+     * from memory in a whole network; tile 4's are 4×). Wider layers: one
+     * block of all their tiles where it fits (below), else direct. The
+     * blocks and register tile are what tuning ResNet-50 found
      * best on all four 3×3 layers at one and two threads (bench/RESULTS.md):
      * output channels in two vectors, 14 tiles per register block, input
      * blocks of half a vector for wide layers; all oc-blocks multiplied
@@ -559,6 +575,30 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * are not constants. */
     int64_t m = w->C * w->K <= 128 * 128 ? 4 : 2;
     set_knob(t, c, K_TILE, m);
+    if (wide) {
+      /* Wider than 256² (ResNet's 7×7 layers of 512 channels, 16 tiles of
+       * F(2×2, 3×3)), where a direct convolution read 9.4 MB of weights
+       * and Winograd reads 16 MB, from memory in a whole network: one tile
+       * block of all the tiles in register tiles of about equal size (8 +
+       * 8), so that the weights are read once, and two output-channel
+       * groups for two threads. Stage 0 keeps M to one oc-block. ResNet-50
+       * on Zen 5: 0.95× at one thread, 0.99× at two (bench/RESULTS.md);
+       * 1.0–1.3 ms per layer in sequence against 1.3–1.6 direct. */
+      int64_t tiles = winograd_tiles(w, 2), ob, nv, tbmax, r;
+      set_knob(t, c, K_IC_BN, vec);
+      set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
+      ob = cfg_get(s, c, K_OC_BN), nv = ob / lanes_of(ob, vec);
+      tbmax = s->regs / nv < 14 ? s->regs / nv : 14;
+      r = (tiles + tbmax - 1) / tbmax;
+      set_knob(t, c, K_T_BN, (tiles + r - 1) / r);
+      set_knob(t, c, K_T_BLK, r);
+      set_knob(t, c, K_PAR, 0);
+      set_knob(t, c, K_STAGE, 0);
+      set_knob(t, c, K_UNROLL_C, 0);
+      set_knob(t, c, K_OC_SPLIT, (w->K / ob) % 2 == 0 ? 2 : 1);
+      if (space_valid(s, c)) return;
+      goto direct;
+    }
     set_knob(t, c, K_IC_BN, w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);
     set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
     int64_t ob = cfg_get(s, c, K_OC_BN), tiles = winograd_tiles(w, m), tb = s->regs / (ob / lanes_of(ob, vec));
@@ -589,6 +629,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
     set_knob(t, c, K_OC_SPLIT, split);
     if (!space_valid(s, c)) set_knob(t, c, K_STAGE, 0);
     if (space_valid(s, c)) return;
+  direct:
     t = &s->t[0];   /* not valid (scratch too large): the direct default */
     memset(c, 0, sizeof *c);
     c->tmpl = t->tmpl;

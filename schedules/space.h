@@ -36,7 +36,8 @@ enum { SPACE_MAX_KNOBS = 10, SPACE_MAX_CANDS = 24, REG_BUDGET = 28 };
   X(STAGE, "stage")     \
   X(UNROLL_C, "unroll_c") \
   X(OC_SPLIT, "oc_split") \
-  X(C_BN, "c_bn")
+  X(C_BN, "c_bn")       \
+  X(T_BLK, "t_blocks")
 typedef enum knob_id {
 #define X(id, name) K_##id,
   CONV_KNOBS(X)
@@ -141,11 +142,13 @@ void config_layouts(const task_space *s, const sched_config *c, int64_t producer
  * as the graph: its arena); the schedule attribute is c's printed form */
 void config_set_attrs(const task_space *s, const sched_config *c, const conv_layouts *l, attrs_t *a);
 /* Winograd: applies to 3×3, stride 1, dilation 1, one group; output tiles
- * of m×m per image; the floats of a config's two scratch tiles (the
- * transformed input V of a tile block, the products M), which the template
- * allocates and space_valid limits */
+ * of m×m per image; the tiles of a block (t_bn · t_blocks, at most all);
+ * the floats of a config's two scratch tiles (the transformed input V of a
+ * tile block, the products M), which the template allocates and
+ * space_valid limits */
 int winograd_applies(const conv_workload *w);
 int64_t winograd_tiles(const conv_workload *w, int64_t m);
+int64_t winograd_block(const task_space *s, const sched_config *c);
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);
 
 /* The per-core L1 data and L2 cache sizes of this machine (sysconf, else

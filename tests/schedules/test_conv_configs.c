@@ -224,8 +224,9 @@ static void test_space_round_trips(void **state) {
   assert_string_equal(k1, "conv2d_n1_c64_h56_w56_k64_r3s3_st1x1_p1x1x1x1_d1x1_g1_f32_nchw");
 }
 
-/* oc_split was appended to conv2d_winograd after records of it existed:
- * an older config text means oc_split=1 with the index it always had; the
+/* oc_split and then t_blocks were appended to conv2d_winograd after records
+ * of it existed: an older config text means oc_split=1 and t_blocks=1 with
+ * the index it always had; the
  * knob's own limits are refused with a reason; the split decides how the
  * kernel divides over threads */
 static void test_appended_knob_keeps_records(void **state) {
@@ -235,16 +236,18 @@ static void test_appended_knob_keeps_records(void **state) {
   space_build(&w, 16, &sp);
   const tmpl_space *wt = space_tmpl(&sp, TMPL_WINOGRAD);
   assert_non_null(wt);
-  assert_string_equal(wt->knobs[wt->n_knobs - 1].name, "oc_split");
+  assert_string_equal(wt->knobs[wt->n_knobs - 2].name, "oc_split");
+  assert_string_equal(wt->knobs[wt->n_knobs - 1].name, "t_blocks");
   sched_config old, now;
   char err[512];
   const char *before = "{\"template\":\"conv2d_winograd\",\"tile\":2,\"ic_bn\":8,\"oc_bn\":32,\"t_bn\":14,\"par\":0,\"stage\":1,\"unroll_c\":false}";
   assert_int_equal(config_parse(&sp, before, &old, err, sizeof err), 0);
   assert_int_equal(cfg_get(&sp, &old, K_OC_SPLIT), 1);
+  assert_int_equal(cfg_get(&sp, &old, K_T_BLK), 1);
   /* its index is what it was when oc_split did not exist: the radix of the
-   * first seven knobs, oc_split's place contributing 0 */
+   * first seven knobs, the places of oc_split and t_blocks contributing 0 */
   int64_t idx = 0, radix = 1;
-  for (int i = 0; i < wt->n_knobs - 1; i++) {
+  for (int i = 0; i < wt->n_knobs - 2; i++) {
     int p = 0;
     while (wt->knobs[i].vals[p] != old.v[i]) p++;
     idx += p * radix;
@@ -255,6 +258,9 @@ static void test_appended_knob_keeps_records(void **state) {
   assert_int_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=2", &now, err, sizeof err), 0);
   assert_int_equal(space_index(&sp, &now), wt->offset + idx + 1 * radix);
   assert_false(config_splits_rows(&sp, &now));
+  assert_int_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=2,t_blocks=2", &now, err,
+                                sizeof err), 0);
+  assert_int_equal(space_index(&sp, &now), wt->offset + idx + 1 * radix + 1 * radix * 3);
   /* par=1 already splits by oc-block */
   assert_int_not_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=1,stage=0,unroll_c=0,oc_split=2", &now, err, sizeof err), 0);
   assert_non_null(strstr(err, "oc_split"));
@@ -273,11 +279,14 @@ static void test_appended_knob_keeps_records(void **state) {
   /* the canonical text names it */
   char json[512];
   config_json(&sp, &old, json, sizeof json);
-  assert_non_null(strstr(json, "\"oc_split\":1}"));
+  assert_non_null(strstr(json, "\"oc_split\":1,\"t_blocks\":1}"));
 }
 
-/* oc_split=2 (channel groups outermost) computes the reference result at
- * one and two threads, on a layer whose 49 tiles do not halve */
+/* oc_split=2 (channel groups outermost) and blocks of several register
+ * tiles compute the reference result at one and two threads, on a layer
+ * whose 49 tiles do not halve: blocks of 4 × 12 tiles (48 + 1), of 2 × 7
+ * (49 = 3 · 14 + 7) and, at tile 4 (16 tiles), of 2 × 3 (6 + 6 + 3 + 1),
+ * with stage, par and unroll */
 static void test_winograd_oc_split_matches_reference(void **state) {
   (void)state;
   shape_case sc = {"s4_3x3_256_small", 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -287,8 +296,11 @@ static void test_winograd_oc_split_matches_reference(void **state) {
   char key[256], err[512];
   workload_key(&w, key, sizeof key);
   static const char *const cfgs[] = {"conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=2",
-                                     "conv2d_winograd:tile=4,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=4"};
-  for (int c = 0; c < 2; c++)
+                                     "conv2d_winograd:tile=4,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=4",
+                                     "conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=12,par=0,stage=1,unroll_c=0,oc_split=2,t_blocks=4",
+                                     "conv2d_winograd:tile=2,ic_bn=16,oc_bn=32,t_bn=7,par=1,stage=0,unroll_c=1,oc_split=1,t_blocks=2",
+                                     "conv2d_winograd:tile=4,ic_bn=8,oc_bn=16,t_bn=3,par=0,stage=0,unroll_c=0,oc_split=1,t_blocks=2"};
+  for (int c = 0; c < 5; c++)
     for (int threads = 1; threads <= 2; threads++) {
       fixed fx = {key, {0}};
       assert_int_equal(config_parse(&sp, cfgs[c], &fx.cfg, err, sizeof err), 0);

@@ -157,7 +157,49 @@ static void test_defaults_fit_the_machine(void **state) {
     config_default(&sp, &c);
     assert_int_equal(c.tmpl, TMPL_WINOGRAD);
     assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), wg[i].groups);
+    assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 1);
   }
+  /* wider than 256²: Winograd where one block of all the tiles has its
+   * transformed input in half of L2 — ResNet's 7×7 layers of 512 channels
+   * (16 tiles of F(2×2, 3×3), 512 KiB): two register tiles of 8, one block,
+   * two output-channel groups; direct with a 512 KiB L2, and for 14×14
+   * (49 tiles, 1.6 MiB) */
+  conv_workload w7 = {1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  for (int64_t l2 = 1 << 20; l2 <= 2 << 20; l2 *= 2) {
+    build_for(&w7, 16, 48 << 10, l2, &sp);
+    config_default(&sp, &c);
+    assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+    assert_int_equal(cfg_get(&sp, &c, K_TILE), 2);
+    assert_int_equal(cfg_get(&sp, &c, K_T_BN), 8);
+    assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 2);
+    assert_int_equal(winograd_block(&sp, &c), 16);
+    assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
+    assert_int_equal(cfg_get(&sp, &c, K_STAGE), 0);
+  }
+  build_for(&w7, 16, 48 << 10, 512 << 10, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  conv_workload w14 = {1, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  build_for(&w14, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  /* AVX2: register tiles of 6 (2 vectors × 6 of 12 accumulators), two per block */
+  build_for(&w7, 8, 32 << 10, 1 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+  assert_true(space_valid(&sp, &c));
+  assert_true(accumulators(&sp, &c) <= sp.regs);
+  assert_int_equal(winograd_block(&sp, &c), cfg_get(&sp, &c, K_T_BN) * cfg_get(&sp, &c, K_T_BLK));
+  /* a block whose last register tile would have no tile is refused; a
+   * record from before t_blocks reads as one register tile per block */
+  build_for(&w7, 16, 48 << 10, 1 << 20, &sp);
+  char werr[256];
+  assert_int_not_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=16,oc_bn=32,t_bn=8,par=0,stage=0,unroll_c=0,oc_split=1,t_blocks=4", &c,
+                                    werr, sizeof werr), 0);
+  assert_int_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=16,oc_bn=32,t_bn=8,par=0,stage=0,unroll_c=0,oc_split=1", &c, werr,
+                                sizeof werr), 0);
+  assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 1);
+  assert_int_equal(winograd_block(&sp, &c), 8);
 }
 
 static void test_host_caches(void **state) {
