@@ -207,7 +207,8 @@ static LLVMValueRef gen_exp(cg *c, LLVMValueRef x) {
 }
 
 static LLVMValueRef to_bool(cg *c, LLVMValueRef v) {
-  if (LLVMTypeOf(v) == c->i1) return v;
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (t == c->i1 || (LLVMGetTypeKind(t) == LLVMVectorTypeKind && LLVMGetElementType(t) == c->i1)) return v;
   return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "");
 }
 

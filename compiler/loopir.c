@@ -120,7 +120,7 @@ lexpr *lx_bin(lfunc *f, lx_op op, lexpr *a, lexpr *b) {
     if (op == LO_AND && b->k == LX_INT) return b->ival ? a : b;
   }
   int lanes = a->lanes > b->lanes ? a->lanes : b->lanes;
-  if (is_float) {
+  if (is_float || op == LO_FLT || op == LO_FGT) {   /* float operands of one width (a comparison's result: i1 lanes) */
     a = lx_bcast(f, a, lanes);
     b = lx_bcast(f, b, lanes);
   }
