@@ -153,14 +153,15 @@ static void test_regressions(void **state) {
   }
 }
 
-/* an output that is the small difference of large terms (then clipped, so
- * only that is left) misses the normwise tolerance by rounding alone: it is
- * held to ten times the reference's own movement under rounding-level
- * changes of the parameters, counted, and not a mismatch; a wrong answer on
- * a well-conditioned output still is one */
+/* an output that is the small difference of large terms (here σ(x) −
+ * (tanh(x/2) + 1)/2, zero but for rounding; cancel_then_clip was one until
+ * tanh got accurate near 0) misses the normwise tolerance by rounding
+ * alone: it is held to ten times the reference's own movement under
+ * rounding-level changes of the parameters, counted, and not a mismatch;
+ * a wrong answer on a well-conditioned output still is one */
 static void test_ill_conditioned_output(void **state) {
   (void)state;
-  char *text = read_text("tests/data/difftest/cancel_then_clip.relay");
+  char *text = read_text("tests/data/difftest/sigmoid_minus_tanh.relay");
   assert_non_null(text);
   dt_result r;
   diag d = {0};
