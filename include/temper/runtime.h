@@ -21,12 +21,13 @@ void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n
 int64_t temper_task_first(void);
 /* The weights the next parallel loop's kernel reads (cur) and those of the
  * kernel after it (next): the loop's threads prefetch them a little at a
- * time, as its kernel calls temper_prefetch_step, so the stream from memory
- * overlaps compute instead of stalling. Each thread fetches what it will
- * read of cur (its n-th, as a kernel split over output channels reads it)
- * a quarter of this core's L2 ahead — the first quarter came with the
- * loop before — then the first quarter-L2 of its part of next (more evicts
- * what the running kernel reads). Used by one loop; NULLs clear it. */
+ * time, as its kernel runs (the loop IR's prefetch_next), so the stream
+ * from memory overlaps compute instead of stalling. Each thread fetches
+ * what it will read of cur (its n-th, as a kernel split over output
+ * channels reads it) a lead ahead — half of this core's L2, at most
+ * 512 KB; the first lead came with the loop before — then the first lead
+ * of its part of next (more evicts what the running kernel reads). Used by
+ * one loop; NULLs clear it. */
 void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes);
 /* Inside fn, for compiled kernels: this thread's part of that data, from
  * *at (where it got to) to *end, and the lines of the whole; a kernel
