@@ -86,8 +86,13 @@ static void print_summary(const tune_opts *o, const tune_task *tasks, const tune
     const tune_task_result *r = &res[i];
     if (o->task_pattern && !strstr(t->key, o->task_pattern)) continue;
     double gb = r->best_s > 0 ? t->flops / r->best_s * 1e-9 : 0, gd = r->default_s > 0 ? t->flops / r->default_s * 1e-9 : 0;
-    printf("%-3d %-66.66s %6d %6d %6.1f GF/s %6.1f GF/s %7.2fx\n", i, t->key, r->new_trials, r->errors, gd, gb,
-           gd > 0 && gb > 0 ? gb / gd : 0);
+    /* a speed that has no record (the default, when a run took over a
+     * stopped tuner's task with its trials already spent) is a dash */
+    char sd[16] = "     -     ", sb[16] = "     -     ", su[16] = "      -";
+    if (gd > 0) snprintf(sd, sizeof sd, "%6.1f GF/s", gd);
+    if (gb > 0) snprintf(sb, sizeof sb, "%6.1f GF/s", gb);
+    if (gd > 0 && gb > 0) snprintf(su, sizeof su, "%7.2fx", gb / gd);
+    printf("%-3d %-66.66s %6d %6d %s %s %s\n", i, t->key, r->new_trials, r->errors, sd, sb, su);
     if (r->best_s > 0 && r->default_s > 0) {
       t_best += r->best_s * t->count;
       t_def += r->default_s * t->count;

@@ -81,6 +81,25 @@ static void test_hand_inserted_record_is_used(void **state) {
   expect(sh("%s run %s/h.so --db %s/h.db", T, dir, dir), 2, "need the model's source");
 }
 
+/* a run that takes over a stopped tuner's task whose trials are already
+ * spent measures nothing new: the default it never measured is a dash in
+ * the summary, not "0.0 GF/s" and "0.00x" */
+static void test_tune_takeover_summary(void **state) {
+  (void)state;
+  char db[512];
+  snprintf(db, sizeof db, "%s/k.db", dir);
+  expect(sh("%s tune " MODEL " --db %s --trials 2 --top-k 0 --min-repeat-ms 1 --task c16_h8", T, db), 0, NULL);
+  /* the default (measured first) gone, the lease left as a tuner that died holds it */
+  expect(sh("sqlite3 %s \"DELETE FROM records WHERE id = (SELECT min(id) FROM records);"
+            " UPDATE leases SET owner = 'gone', done_at = NULL, expires = 0;\"", db), 0, NULL);
+  result r = sh("%s tune " MODEL " --db %s --trials 1 --top-k 0 --min-repeat-ms 1 --task c16_h8", T, db);
+  int dash = strstr(r.out, "taking over") && strstr(r.out, "     -      ") && !strstr(r.out, " 0.0 GF/s") && !strstr(r.out, "0.00x");
+  if (!dash) fprintf(stderr, "%s", r.out);
+  free(r.out);
+  assert_int_equal(r.code, 0);
+  assert_true(dash);
+}
+
 /* temper refine: the alternatives of a workload are compiled and timed in
  * the whole model; what it keeps is stored for the model and used by
  * build and run --db while the records' pick it replaced still stands.
@@ -225,6 +244,7 @@ static void test_build_check(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tune_build_run),         cmocka_unit_test(test_hand_inserted_record_is_used),
+      cmocka_unit_test(test_tune_takeover_summary),
       cmocka_unit_test(test_refine_choices), cmocka_unit_test(test_fallback_and_strict),    cmocka_unit_test(test_library_needs_only_libc),
       cmocka_unit_test(test_c_example),              cmocka_unit_test(test_weights_beside_and_size_checks),
       cmocka_unit_test(test_build_check),
