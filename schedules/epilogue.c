@@ -171,7 +171,7 @@ static lexpr *tanh_of(lfunc *f, lexpr *x) {
 }
 
 /* erf x: Abramowitz & Stegun 7.1.26 on |x| (absolute error < 1.5e-7), the
- * sign restored as x / max(|x|, 1e-30). That absolute error is relative
+ * sign restored by a select (x / |x| made erf(±∞) NaN). That absolute error is relative
  * 1.5e-4 at x = 1e-3 — a network whose outputs are all that small failed
  * the differential tester (seed 1371298) — so below |x| = 1/2 the Taylor
  * series 2/√π · Σ (−1)^k x^(2k+1) / (k! (2k+1)) to x^13 (the next term is
@@ -190,8 +190,8 @@ static lexpr *erf_of(lfunc *f, lexpr *x) {
   poly = lx_bin(f, LO_FMUL, poly, t);
   lexpr *g = lx_un(f, LO_EXP, lx_un(f, LO_NEG, lx_bin(f, LO_FMUL, ax, ax)));
   lexpr *y = lx_bin(f, LO_FSUB, lx_flt(f, 1, 1), lx_bin(f, LO_FMUL, poly, g));
-  lexpr *sign = lx_bin(f, LO_FDIV, x, lx_bin(f, LO_FMAX, ax, lx_flt(f, 1e-30, 1)));
-  return lx_select(f, lx_bin(f, LO_FLT, ax, lx_flt(f, 0.5, 1)), odd_poly(f, x, c, 7), lx_bin(f, LO_FMUL, sign, y));
+  lexpr *big = lx_select(f, lx_bin(f, LO_FLT, x, lx_flt(f, 0, 1)), lx_un(f, LO_NEG, y), y);
+  return lx_select(f, lx_bin(f, LO_FLT, ax, lx_flt(f, 0.5, 1)), odd_poly(f, x, c, 7), big);
 }
 
 lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord) {
