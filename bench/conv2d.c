@@ -228,7 +228,7 @@ static double time_dnnl(dnnl_engine_t eng, const bench_layer *L, int threads) {
 /* a random valid config of template t */
 static void sample(const task_space *sp, conv_tmpl t, pcg32 *rng, sched_config *cfg) {
   const tmpl_space *ts = space_tmpl(sp, t);
-  do space_config(sp, ts->offset + (int64_t)(pcg32_next(rng) % (uint32_t)ts->size), cfg);
+  do space_config(sp, space_tmpl_point(ts, (int64_t)(pcg32_next(rng) % (uint32_t)ts->size)), cfg);
   while (!space_valid(sp, cfg));
 }
 

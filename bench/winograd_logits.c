@@ -24,7 +24,7 @@ static int choose_winograd(void *ctx, const char *key, const struct task_space *
   if (!m || !t) return 0;
   for (int64_t i = 0; i < t->size; i++) {   /* the first valid point with tile m, 16-channel blocks */
     sched_config c;
-    space_config(s, t->offset + i, &c);
+    space_config(s, space_tmpl_point(t, i), &c);
     if (cfg_get(s, &c, K_TILE) == m && cfg_get(s, &c, K_IC_BN) == 16 && cfg_get(s, &c, K_OC_BN) == 16 && cfg_get(s, &c, K_T_BN) >= 4 &&
         space_valid(s, &c)) {
       *out = c;

@@ -68,8 +68,11 @@ int cmd_space(int argc, char **argv) {
          t->count == 1 ? "" : "s", (long long)t->space.size, (long long)t->n_valid);
   for (int i = 0; i < t->space.n_tmpl; i++) {
     const tmpl_space *ts = &t->space.t[i];
-    printf("template %s (version %d): %lld points, indices %lld..%lld\n", tmpl_names[ts->tmpl], tmpl_versions[ts->tmpl],
-           (long long)ts->size, (long long)ts->offset, (long long)(ts->offset + ts->size - 1));
+    printf("template %s (version %d): %lld points, indices %lld..%lld", tmpl_names[ts->tmpl], tmpl_versions[ts->tmpl],
+           (long long)ts->size, (long long)ts->offset, (long long)(ts->offset + ts->base - 1));
+    if (ts->size > ts->base)   /* points taking a candidate added later */
+      printf(" and %lld..%lld", (long long)ts->ext_offset, (long long)(ts->ext_offset + ts->size - ts->base - 1));
+    printf("\n");
     static const char *kinds[] = {"split", "choice", "bool"};
     for (int j = 0; j < ts->n_knobs; j++) {
       printf("  %-10s %-6s", ts->knobs[j].name, kinds[ts->knobs[j].kind]);

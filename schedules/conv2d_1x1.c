@@ -52,8 +52,7 @@ static void tile(conv_ctx *c, lstmt *blk, int v_n, int v_kb, lexpr *m0, int mn, 
     int ws[4];
     for (int j = 0; j < c->nv; j++) {
       ws[j] = lf_slot(f, c->lanes);
-      lexpr *wi = lx_add(f, lx_add(f, CV(c, vwb), lx_mul(f, ic, CI(c, c->ob))), CI(c, (int64_t)j * c->lanes));
-      ls_add(f, li, ls_decl(f, ws[j], lx_load(f, c->wb, wi, c->lanes, 1, NULL)));
+      ls_add(f, li, ls_decl(f, ws[j], conv_weight_vec(c, lx_add(f, CV(c, vwb), lx_mul(f, ic, CI(c, c->ob))), j)));
     }
     for (int t = 0; t < mn; t++) {
       int xs = lf_slot(f, 1);

@@ -29,7 +29,7 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   const node *b = p->fn->body;
   c->y_nchw = b->kind == N_CALL && b->op == OP_LAYOUT_TRANSFORM && !strcmp(b->attrs->v[ATTR_DST_LAYOUT].s, "NCHW");
   if (!c->ib || !c->ob || layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o') != c->ob ||
-      (c->x_nchw && c->cfg.tmpl == TMPL_DEPTHWISE) ||
+      (c->x_nchw && c->cfg.tmpl == TMPL_DEPTHWISE) || (c->ob % (c->ob < vec ? c->ob : vec) && c->cfg.tmpl != TMPL_NCHWC && c->cfg.tmpl != TMPL_1X1) ||
       (c->cfg.tmpl == TMPL_WINOGRAD) != (m->op == OP_CONV2D_WINOGRAD) || (c->x_nchw && c->cfg.tmpl == TMPL_WINOGRAD) ||
       (!c->x_nchw && c->sb != c->ib && !config_reads_block(&c->space, &c->cfg, c->sb)) || c->w.C % c->ib || c->w.C % c->sb)
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d: the layouts (%s, %s, %s) do not match the schedule %s", a->v[ATTR_DATA_LAYOUT].s,
@@ -38,7 +38,8 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   c->SB = c->w.C / c->sb;
   c->KB = c->w.K / c->ob;
   c->lanes = (int)(c->ob < vec ? c->ob : vec);
-  c->nv = (int)(c->ob / c->lanes);
+  c->nv = (int)((c->ob + c->lanes - 1) / c->lanes);
+  c->tail = (int)(c->ob % c->lanes);
   c->xb = epi_param_buf(p, m->args[0]);
   c->wb = epi_param_buf(p, m->args[1]);
   return TEMPER_OK;
@@ -72,22 +73,28 @@ lexpr *conv_x_index(conv_ctx *c, lexpr *n, lexpr *icb, lexpr *ici, lexpr *ih, le
   return lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, plane, CI(c, w->H)), ih), CI(c, w->W)), iw), CI(c, c->sb)), inner);
 }
 
+lexpr *conv_lane_limit(conv_ctx *c, int j) { return c->tail && j == c->nv - 1 ? CI(c, c->tail) : NULL; }
+
+lexpr *conv_weight_vec(conv_ctx *c, lexpr *wi, int j) {
+  return lx_load(c->f, c->wb, lx_add(c->f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, conv_lane_limit(c, j));
+}
+
 void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow, int j) {
   lfunc *f = c->f;
   lexpr *coord[5] = {n, kb, oh, ow, CI(c, (int64_t)j * c->lanes)};
-  epi e = {.p = c->p, .master_val = lx_slot(f, acc), .lane_axis = 4, .lanes = c->lanes, .d = c->d};
+  epi e = {.p = c->p, .master_val = lx_slot(f, acc), .lane_axis = 4, .lanes = c->lanes, .limit = conv_lane_limit(c, j), .d = c->d};
   const node *b = c->p->fn->body;
   if (c->y_nchw) {   /* the epilogue ends in NCHW<ob>c → NCHW: one strided store */
     lexpr *v = epi_eval(&e, b->args[0], coord);
     lexpr *ch = lx_add(f, lx_add(f, lx_mul(f, kb, CI(c, c->ob)), CI(c, (int64_t)j * c->lanes)), lx_mul(f, n, CI(c, c->w.K)));
     lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, ch, CI(c, c->OH)), oh), CI(c, c->OW)), ow);
-    ls_add(f, blk, ls_store(f, c->p->out_buf, idx, v, c->OH * c->OW, NULL));
+    ls_add(f, blk, ls_store(f, c->p->out_buf, idx, v, c->OH * c->OW, e.limit));
     return;
   }
   lexpr *v = epi_eval(&e, b, coord);
   lexpr *pix = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, CI(c, c->KB)), kb), CI(c, c->OH)), oh), CI(c, c->OW)), ow);
   lexpr *idx = lx_add(f, lx_mul(f, pix, CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
-  ls_add(f, blk, ls_store(f, c->p->out_buf, idx, v, 1, NULL));
+  ls_add(f, blk, ls_store(f, c->p->out_buf, idx, v, 1, e.limit));
 }
 
 void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n) {

@@ -21,6 +21,7 @@ typedef struct conv_ctx {
   int y_nchw;               /* the function ends in a transform to NCHW: store there */
   int64_t CB, KB;           /* blocks of all input / output channels */
   int lanes, nv;            /* floats per vector, vectors per output block */
+  int tail;                 /* lanes of the block's last vector where lanes does not divide ob (24 = 16 + 8), else 0 */
   int xb, wb;               /* buffer ids */
   int64_t pf_calls;         /* how often the template's prefetch_next runs in the kernel */
   diag *d;
@@ -32,6 +33,12 @@ static inline lexpr *CI(conv_ctx *c, int64_t v) { return lx_int(c->f, v); }
 static inline lexpr *CV(conv_ctx *c, int v) { return lx_var(c->f, v); }
 /* element index of input (n, channel block icb, channel ici within it, ih, iw) */
 lexpr *conv_x_index(conv_ctx *c, lexpr *n, lexpr *icb, lexpr *ici, lexpr *ih, lexpr *iw);
+/* how many lanes of an output block's vector j are channels: NULL for all,
+ * the tail count for a partly filled last vector (loads read 0 past it,
+ * stores leave memory past it alone) */
+lexpr *conv_lane_limit(conv_ctx *c, int j);
+/* weight vector j at element index wi of the block's first lane (masked for the tail) */
+lexpr *conv_weight_vec(conv_ctx *c, lexpr *wi, int j);
 /* epilogue of accumulator vector j (lanes kb*ob + j*lanes ...) at (n, oh, ow), stored */
 void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow, int j);
 /* 0 <= v < hi */

@@ -44,7 +44,7 @@ static void body(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0, int oh
   int wslot[4];
   for (int j = 0; j < c->nv; j++) {
     wslot[j] = lf_slot(f, c->lanes);
-    ls_add(f, blk, ls_decl(f, wslot[j], lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL)));
+    ls_add(f, blk, ls_decl(f, wslot[j], conv_weight_vec(c, wi, j)));
   }
   for (int h = 0; h < ohn; h++) {
     lexpr *ih = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, oh0, CI(c, h)), CI(c, w->sh)), CI(c, w->pt)), lx_mul(f, p.r, CI(c, w->dh)));

@@ -158,6 +158,20 @@ static void channel_blocks(knob *k, int64_t x, int vec) {
   if (k->n == 0) divisors(k, x, vec, 1);
 }
 
+/* the same, and for a direct template whose channels no multiple of a
+ * 16-float vector divides (24, 40, 56: MobileNet's and EfficientNet's
+ * projections), blocks of whole vectors and a half one — multiples of 8
+ * above vec, up to 64 — added after records existed (knob.added): 24
+ * channels in 16 + 8 lanes use 3/4 of two FMAs, in blocks of 8 half of one */
+static void channel_blocks_tail(knob *k, int64_t x, int vec) {
+  channel_blocks(k, x, vec);
+  if (vec < 16 || x % vec == 0) return;
+  int n = k->n;
+  for (int64_t d = vec + 8; d <= x && d <= 64 && k->n < SPACE_MAX_CANDS; d += 8)
+    if (x % d == 0 && d % vec) k->vals[k->n++] = d;
+  k->added = k->n - n;
+}
+
 static void tiles(knob *k, int64_t limit) {
   static const int64_t c[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28};
   for (size_t i = 0; i < sizeof c / sizeof *c; i++)
@@ -168,13 +182,24 @@ static void choice(knob *k, int n) {
   for (int i = 0; i < n; i++) k->vals[k->n++] = i;
 }
 
+/* a template's points; base regions first (s->size counts them until
+ * place_added puts the added points after all of them) */
 static void finish(task_space *s, tmpl_space *t) {
-  t->size = 1;
-  for (int i = 0; i < t->n_knobs; i++) t->size *= t->knobs[i].n;
+  t->size = t->base = 1;
+  for (int i = 0; i < t->n_knobs; i++) t->size *= t->knobs[i].n, t->base *= t->knobs[i].n - t->knobs[i].added;
   t->offset = s->size;
-  s->size += t->size;
+  s->size += t->base;
   s->n_tmpl++;
 }
+
+static void place_added(task_space *s) {
+  for (int i = 0; i < s->n_tmpl; i++) {
+    s->t[i].ext_offset = s->size;
+    s->size += s->t[i].size - s->t[i].base;
+  }
+}
+
+int64_t space_tmpl_point(const tmpl_space *t, int64_t i) { return i < t->base ? t->offset + i : t->ext_offset + (i - t->base); }
 
 /* a size in bytes from sysfs ("48K"), 0 if absent */
 static int64_t sysfs_cache(int index) {
@@ -224,7 +249,7 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_NCHWC;
     divisors(add_knob(t, K_IC_BN, KNOB_SPLIT), Cg, 64, 1);
-    channel_blocks(add_knob(t, K_OC_BN, KNOB_SPLIT), Kg, vec);
+    channel_blocks_tail(add_knob(t, K_OC_BN, KNOB_SPLIT), Kg, vec);
     tiles(add_knob(t, K_OW_BN, KNOB_SPLIT), OW);
     tiles(add_knob(t, K_OH_BN, KNOB_SPLIT), OH < 4 ? OH : 4);
     choice(add_knob(t, K_UNROLL_KW, KNOB_BOOL), 2);
@@ -237,7 +262,7 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_1X1;
     divisors(add_knob(t, K_IC_BN, KNOB_SPLIT), w->C, 64, 1);
-    channel_blocks(add_knob(t, K_OC_BN, KNOB_SPLIT), w->K, vec);
+    channel_blocks_tail(add_knob(t, K_OC_BN, KNOB_SPLIT), w->K, vec);
     tiles(add_knob(t, K_M_BN, KNOB_SPLIT), OH * OW);
     choice(add_knob(t, K_UNROLL_IC, KNOB_BOOL), 2);
     choice(add_knob(t, K_LOOP, KNOB_CHOICE), 2);    /* 0: oc-block outer (weights hot); 1: positions outer */
@@ -279,6 +304,7 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
     choice(add_knob(t, K_PAR, KNOB_CHOICE), 2);
     finish(s, t);
   }
+  place_added(s);
 }
 
 const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t) {
@@ -293,30 +319,45 @@ static int knob_pos(const knob *k, int64_t v) {
   return -1;
 }
 
+/* A template's base points are mixed-radix over the knobs' older
+ * candidates; its added points (the one knob with added candidates taking
+ * one of them) mixed-radix with that knob's digit over the added ones. */
+static int is_added(const knob *k, int p) { return p >= k->n - k->added; }
+
 int64_t space_index(const task_space *s, const sched_config *c) {
   const tmpl_space *t = space_tmpl(s, c->tmpl);
   if (!t) return -1;
+  int p[SPACE_MAX_KNOBS], added = 0;
+  for (int i = 0; i < t->n_knobs; i++) {
+    if ((p[i] = knob_pos(&t->knobs[i], c->v[i])) < 0) return -1;
+    added |= is_added(&t->knobs[i], p[i]);
+  }
   int64_t idx = 0, radix = 1;
   for (int i = 0; i < t->n_knobs; i++) {
-    int p = knob_pos(&t->knobs[i], c->v[i]);
-    if (p < 0) return -1;
-    idx += p * radix;
-    radix *= t->knobs[i].n;
+    const knob *k = &t->knobs[i];
+    int64_t digit = p[i], n = k->n - k->added;
+    if (added && k->added) digit -= n, n = k->added;
+    idx += digit * radix;
+    radix *= n;
   }
-  return t->offset + idx;
+  return (added ? t->ext_offset : t->offset) + idx;
 }
 
 int space_config(const task_space *s, int64_t index, sched_config *c) {
   if (index < 0 || index >= s->size) return -1;
   for (int k = 0; k < s->n_tmpl; k++) {
     const tmpl_space *t = &s->t[k];
-    if (index >= t->offset + t->size) continue;
-    int64_t r = index - t->offset;
+    int added = index >= t->ext_offset && index < t->ext_offset + t->size - t->base;
+    if (!added && !(index >= t->offset && index < t->offset + t->base)) continue;
+    int64_t r = index - (added ? t->ext_offset : t->offset);
     memset(c, 0, sizeof *c);
     c->tmpl = t->tmpl;
     for (int i = 0; i < t->n_knobs; i++) {
-      c->v[i] = t->knobs[i].vals[r % t->knobs[i].n];
-      r /= t->knobs[i].n;
+      const knob *kn = &t->knobs[i];
+      int64_t n = kn->n - kn->added, first = 0;
+      if (added && kn->added) first = n, n = kn->added;
+      c->v[i] = kn->vals[first + r % n];
+      r /= n;
     }
     return 0;
   }
@@ -331,6 +372,8 @@ int64_t cfg_get(const task_space *s, const sched_config *c, knob_id k) {
 }
 
 static int64_t lanes_of(int64_t bn, int vec) { return bn < vec ? bn : vec; }
+/* vectors of a channel block: the last one partly filled where vec does not divide it (24 = 16 + 8) */
+static int64_t vectors_of(int64_t bn, int vec) { return (bn + lanes_of(bn, vec) - 1) / lanes_of(bn, vec); }
 
 /* the register tile fits: accumulators <= s->regs */
 int space_valid(const task_space *s, const sched_config *c) {
@@ -339,19 +382,19 @@ int space_valid(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
   case TMPL_NCHWC: {
     int64_t ob = cfg_get(s, c, K_OC_BN);
-    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_OW_BN) * cfg_get(s, c, K_OH_BN) <= regs;
+    return vectors_of(ob, vec) * cfg_get(s, c, K_OW_BN) * cfg_get(s, c, K_OH_BN) <= regs;
   }
   case TMPL_1X1: {
     int64_t ob = cfg_get(s, c, K_OC_BN);
-    return (ob / lanes_of(ob, vec)) * cfg_get(s, c, K_M_BN) <= regs;
+    return vectors_of(ob, vec) * cfg_get(s, c, K_M_BN) <= regs;
   }
   case TMPL_DEPTHWISE: {
     int64_t cb = cfg_get(s, c, K_C_BN);
-    return (cb / lanes_of(cb, vec)) * cfg_get(s, c, K_OW_BN) <= regs;
+    return vectors_of(cb, vec) * cfg_get(s, c, K_OW_BN) <= regs;
   }
   case TMPL_WINOGRAD: {
     int64_t ob = cfg_get(s, c, K_OC_BN), m = cfg_get(s, c, K_TILE), tb = cfg_get(s, c, K_T_BN), tiles = winograd_tiles(&s->w, m);
-    if ((ob / lanes_of(ob, vec)) * tb > regs || tb > tiles) return 0;
+    if (vectors_of(ob, vec) * tb > regs || tb > tiles) return 0;
     if (tb * (cfg_get(s, c, K_T_BLK) - 1) >= tiles) return 0;   /* a register tile of the block with no tile */
     if (cfg_get(s, c, K_PAR) == 1 && cfg_get(s, c, K_STAGE) == 1) return 0;   /* one oc-block per task: stage is moot */
     int64_t split = cfg_get(s, c, K_OC_SPLIT);
@@ -434,8 +477,8 @@ typedef struct tile_cost { double fma_vecs; double l2_half; } tile_cost;
 static double tile_cycles(const tile_cost *tc, int64_t nv, int64_t p, double waste, double traffic_bytes) {
   return tc->fma_vecs * 0.5 * (1.0 + (double)(nv + p) / (double)(nv * p)) * waste + traffic_bytes / 16.0;
 }
-/* blocks narrower than a vector use part of each FMA: the waste of ob lanes of vec */
-static double lane_waste(int64_t ob, int vec) { return (double)vec / (double)lanes_of(ob, vec); }
+/* blocks narrower than a vector, or ending in part of one, use part of their FMAs */
+static double lane_waste(int64_t ob, int vec) { return (double)(vectors_of(ob, vec) * vec) / (double)ob; }
 /* bytes read when `bytes` are read `passes` times: once if they stay in half of L2 */
 static double reread(const tile_cost *tc, double bytes, int64_t passes) { return bytes > tc->l2_half ? bytes * (double)passes : bytes; }
 
@@ -481,7 +524,7 @@ static void default_nchwc(const task_space *s, const tmpl_space *t, sched_config
   double best = 1e300;
   int64_t b_ob = ko->vals[0], b_ow = 1, b_oh = 1;
   for (int i = 0; i < ko->n; i++) {
-    int64_t ob = ko->vals[i], nv = ob / lanes_of(ob, s->vec);
+    int64_t ob = ko->vals[i], nv = vectors_of(ob, s->vec);
     if (nv > 4 || acc_cap(s, nv) < nv) continue;
     for (int j = 0; j < kw->n; j++)
       for (int h = 0; h < kh->n; h++) {
@@ -519,7 +562,7 @@ static void default_1x1(const task_space *s, const tmpl_space *t, sched_config *
   double best = 1e300;
   int64_t b_ob = ko->vals[0], b_m = 1, b_loop = 0;
   for (int i = 0; i < ko->n; i++) {
-    int64_t ob = ko->vals[i], nv = ob / lanes_of(ob, s->vec);
+    int64_t ob = ko->vals[i], nv = vectors_of(ob, s->vec);
     if (nv > 4 || acc_cap(s, nv) < nv) continue;
     for (int j = 0; j < km->n; j++)
       for (int loop = 0; loop < 2; loop++) {
@@ -587,7 +630,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
       int64_t tiles = winograd_tiles(w, 2), ob, nv, tbmax, r;
       set_knob(t, c, K_IC_BN, vec);
       set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
-      ob = cfg_get(s, c, K_OC_BN), nv = ob / lanes_of(ob, vec);
+      ob = cfg_get(s, c, K_OC_BN), nv = vectors_of(ob, vec);
       tbmax = s->regs / nv < 14 ? s->regs / nv : 14;
       r = (tiles + tbmax - 1) / tbmax;
       set_knob(t, c, K_T_BN, (tiles + r - 1) / r);
@@ -601,7 +644,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
     }
     set_knob(t, c, K_IC_BN, w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);
     set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
-    int64_t ob = cfg_get(s, c, K_OC_BN), tiles = winograd_tiles(w, m), tb = s->regs / (ob / lanes_of(ob, vec));
+    int64_t ob = cfg_get(s, c, K_OC_BN), tiles = winograd_tiles(w, m), tb = s->regs / vectors_of(ob, vec);
     if (tb > 14) tb = 14;
     set_knob(t, c, K_T_BN, tb < tiles ? tb : tiles);
     set_knob(t, c, K_PAR, 0);
@@ -643,12 +686,12 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
     const knob *kc = knob_of(t, K_C_BN);
     int64_t cb = vec;
     for (int j = 0; in_blk > 0 && j < kc->n; j++)
-      if (kc->vals[j] == in_blk && in_blk / lanes_of(in_blk, vec) <= s->regs) cb = in_blk;
+      if (kc->vals[j] == in_blk && vectors_of(in_blk, vec) <= s->regs) cb = in_blk;
     set_knob(t, c, K_C_BN, cb);
     /* the row's S·nv weight vectors stay in registers beside the
      * accumulators and one input vector (conv2d_depthwise.c walks a row by
      * input column): 8 columns of 48 channels spilled on 56×56×144 */
-    int64_t nv = cfg_get(s, c, K_C_BN) / lanes_of(cfg_get(s, c, K_C_BN), vec);
+    int64_t nv = vectors_of(cfg_get(s, c, K_C_BN), vec);
     int64_t cap = (vector_registers(s) - 1) / nv - w->S;
     if (cap > s->regs / nv || cap < 2) cap = s->regs / nv;   /* weights too many to keep: the widest tile */
     set_knob(t, c, K_OW_BN, pick_tile(OW, cap));

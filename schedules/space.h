@@ -4,7 +4,9 @@
  * task's space is the union of the spaces of its applicable templates (the
  * algorithm is itself a knob); a config is a point of it, with a stable
  * integer index (templates in order, then knobs mixed-radix, the first knob
- * least significant) and a canonical JSON text:
+ * least significant; points taking a candidate added to a knob after records
+ * existed come after all the others, so old indices stay) and a canonical
+ * JSON text:
  *   {"template":"conv2d_nchwc","ic_bn":16,"oc_bn":32,"ow_bn":14,...}
  * Points whose register tile needs more accumulators than the target has
  * registers for (task_space.regs: REG_BUDGET of AVX-512's 32, 12 of AVX2's
@@ -55,6 +57,10 @@ typedef struct knob {
   int64_t vals[SPACE_MAX_CANDS];
   int appended;             /* added after records existed, last in its template, its first value the old
                                behaviour: a config text without it means that value, and no index changes */
+  int added;                /* candidates added to the knob after records existed: the last `added` of vals.
+                               Points taking one are indexed after every template's older points (tmpl_space),
+                               so the indices of the points that existed do not change; one such knob per
+                               template */
 } knob;
 
 /* ORDER TMPL: id, name, version (bump when old measurements become meaningless) */
@@ -80,8 +86,11 @@ typedef struct tmpl_space {
   conv_tmpl tmpl;
   int n_knobs;
   knob knobs[SPACE_MAX_KNOBS];
-  int64_t size;             /* product of the candidate counts */
-  int64_t offset;           /* index of its first point in the task space */
+  int64_t size;             /* its points: the product of the candidate counts */
+  int64_t base;             /* of them those without an added candidate (knob.added): indices offset ..
+                               offset + base - 1; the others ext_offset .. ext_offset + size - base - 1,
+                               after every template's base points */
+  int64_t offset, ext_offset;
 } tmpl_space;
 
 typedef struct task_space {
@@ -159,6 +168,8 @@ void space_build(const conv_workload *w, int vec, task_space *s);
 const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t);  /* NULL if not applicable */
 int64_t space_index(const task_space *s, const sched_config *c);
 int space_config(const task_space *s, int64_t index, sched_config *c);   /* -1 out of range */
+/* the task-space index of template t's i-th point, 0 <= i < t->size */
+int64_t space_tmpl_point(const tmpl_space *t, int64_t i);
 int space_valid(const task_space *s, const sched_config *c);
 /* the value of knob k in c, -1 if c's template has no such knob */
 int64_t cfg_get(const task_space *s, const sched_config *c, knob_id k);

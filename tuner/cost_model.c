@@ -7,7 +7,7 @@
  *          columns ow_bn / m_bn, rows oh_bn)
  *   5–7    unroll, loop order, parallel granularity
  *   8      register tile: accumulators / 28 vector registers
- *   9      lane utilisation: lanes a vector fills / the vector width
+ *   9      lane utilisation: channels of a block / the lanes of its vectors
  *   10     L1: bytes of the weight block one reduction step streams / 48 KiB
  *   11     L1: bytes of the input window of a tile / 48 KiB
  *   12     L2: bytes of one output-channel block's weights / 1 MiB
@@ -52,12 +52,12 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
     ib = ob = cfg_get(sp, c, K_C_BN), cols = cfg_get(sp, c, K_OW_BN);
     unroll = cfg_get(sp, c, K_UNROLL_KW), par = cfg_get(sp, c, K_PAR);
   }
-  int64_t lanes = ob < vec ? ob : vec, nv = ob / lanes, acc = nv * cols * rows;
+  int64_t lanes = ob < vec ? ob : vec, nv = (ob + lanes - 1) / lanes, acc = nv * cols * rows;
   f[0] = (float)c->tmpl;
   f[1] = lg((double)ib), f[2] = lg((double)ob), f[3] = lg((double)cols), f[4] = lg((double)rows);
   f[5] = (float)unroll, f[6] = (float)order, f[7] = (float)par;
   f[8] = (float)acc / 28.0f;
-  f[9] = (float)lanes / (float)vec;
+  f[9] = (float)ob / (float)(nv * vec);   /* 24 in 16 + 8 lanes: 3/4 */
   f[10] = (float)(ib * ob * w->R * w->S * 4) / 49152.0f;
   f[11] = (float)(((cols - 1) * w->sw + w->S) * ((rows - 1) * w->sh + w->R) * ib * 4) / 49152.0f;
   f[12] = (float)(Cg * ob * w->R * w->S * 4) / 1048576.0f;

@@ -55,7 +55,7 @@ static void build_for(const conv_workload *w, int vec, int64_t l1d, int64_t l2, 
 }
 
 static int64_t accumulators(const task_space *sp, const sched_config *c) {
-  int64_t ob = cfg_get(sp, c, c->tmpl == TMPL_DEPTHWISE ? K_C_BN : K_OC_BN), nv = ob < sp->vec ? 1 : ob / sp->vec;
+  int64_t ob = cfg_get(sp, c, c->tmpl == TMPL_DEPTHWISE ? K_C_BN : K_OC_BN), nv = ob < sp->vec ? 1 : (ob + sp->vec - 1) / sp->vec;
   int64_t p = c->tmpl == TMPL_1X1 ? cfg_get(sp, c, K_M_BN)
             : c->tmpl == TMPL_WINOGRAD ? cfg_get(sp, c, K_T_BN)
             : cfg_get(sp, c, K_OW_BN) * (c->tmpl == TMPL_NCHWC ? cfg_get(sp, c, K_OH_BN) : 1);
@@ -76,6 +76,14 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 64);
   assert_int_equal(cfg_get(&sp, &c, K_M_BN), 6);
   assert_int_equal(cfg_get(&sp, &c, K_UNROLL_IC), 0);
+  /* MobileNetV2's projection 144→24 at 56×56: 24 channels in 16 + 8 lanes
+   * (3/4 of two FMAs) rather than blocks of 8 (half of one) */
+  conv_workload proj = {1, 144, 56, 56, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  build_for(&proj, 16, 48 << 10, 1 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_1X1);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 24);
+  assert_true(accumulators(&sp, &c) <= 28);
   /* 2048→512 at 7×7: 4 MiB of weights. With positions outer every position
    * tile would read them again past L2: output-channel blocks outer */
   conv_workload deep = {1, 2048, 7, 7, 512, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
