@@ -1,6 +1,6 @@
 /* test_conv_configs.c: every schedule config computes the reference result.
  * A property test: for each conv2d shape (ResNet-50's layers, as in
- * bench/workloads.h, and odd ones), 30 random valid configs of the task's
+ * bench/workloads.h, and odd ones), 24 random valid configs of the task's
  * space, each in a randomly chosen setting (NCHW or blocked input, with or
  * without an epilogue, NCHW or blocked output), against the reference
  * interpreter. Seeded: a failure prints the seed, shape and config. */
@@ -15,7 +15,7 @@
 #ifdef TEMPER_SANITIZED
 enum { CONFIGS_PER_SHAPE = 6 };
 #else
-enum { CONFIGS_PER_SHAPE = 30 };
+enum { CONFIGS_PER_SHAPE = 24 };
 #endif
 
 typedef struct shape_case { const char *name; int C, H, W, K, R, S, sh, sw, pt, pl, pb, pr, dh, G; } shape_case;
@@ -46,6 +46,8 @@ static const shape_case cases[] = {
     /* output channels no vector divides: blocks ending in part of a vector (24 = 16 + 8, 40) */
     {"1x1_c96_k24_w14", 96, 14, 14, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
     {"c20_k40_w9", 20, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    /* 1×1 position tiles within a row (m_bn dividing 7), tested at run time (3), across row ends (8+) */
+    {"1x1_c16_k32_w13_s2", 16, 13, 13, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1},
     /* odd ones where Winograd applies: widths 7 and 13, channels 3 and 10, padding 0 and 2 */
     {"wino_c10_k16_w13_p0", 10, 13, 13, 16, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
     {"wino_c3_k10_h7_w13_p2", 3, 7, 13, 10, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1},
