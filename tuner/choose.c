@@ -132,9 +132,28 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
 /* the fastest record of each class but the chosen config's, within
  * REFINE_SLOWER of the fastest record: first one per (template, split over
  * threads) — what a record alone cannot value — then per channel blocks;
- * recs are sorted fastest first */
-static void collect_alternatives(db_chooser *dc, choice *c, const struct task_space *s, const struct sched_config *chosen,
-                                 const db_record *recs, int nr) {
+ * recs are sorted fastest first. Before them the default config (what an
+ * untuned build runs, here), however slow its record: a record alone can
+ * undervalue it (one measured by an older template of the same version, a
+ * kernel whose neighbours it suits), and a tuned build should not run
+ * slower than an untuned one without the whole model having said so —
+ * MobileNetV2 at two threads ran 3.16 ms tuned against 2.78 untuned on Zen 5
+ * before refine weighed the defaults. */
+static void collect_alternatives(db_chooser *dc, choice *c, const struct task_space *s, const conv_site *site,
+                                 const struct sched_config *chosen, const db_record *recs, int nr) {
+  sched_config def;
+  config_default_at(s, site->in_block, 1, &def);
+  int64_t def_idx = space_index(s, &def);
+  for (int i = 0; i < nr && def_idx != space_index(s, chosen) && c->n_alt < dc->want_alt; i++) {
+    sched_config cfg;
+    char perr[256];
+    if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr) || space_index(s, &cfg) != def_idx) continue;
+    str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
+    str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], recs[i].tmpl);
+    c->alt_version[c->n_alt] = recs[i].tmpl_version;
+    c->alt_s[c->n_alt++] = recs[i].median_s;
+    break;
+  }
   int64_t seen[64];
   for (int pass = 0; pass < 2; pass++) {
     int64_t coarse = pass == 0 ? 4096 * 4096 : 1;   /* pass 0 compares template and split only */
@@ -289,7 +308,7 @@ static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets,
       }
       if (!c->fastest_s || recs[i].median_s < c->fastest_s) c->fastest_s = recs[i].median_s;
     }
-    if (own && found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, out, recs, nr);
+    if (own && found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, site, out, recs, nr);
     if (own && found && lv == LEVEL_EXACT && use == dc->threads) apply_choice(dc, c, key, s, out, recs, nr);
     free(recs);
   }

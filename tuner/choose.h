@@ -36,9 +36,10 @@ const char *db_chooser_pretuned_default(void);
 int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
                       char *err, size_t n);
 /* for `temper refine`: also collect, per workload, up to k alternatives —
- * the fastest record of each other class (template, split over threads,
- * channel blocks) within REFINE_SLOWER of the fastest record, from this
- * machine's records */
+ * the default config's record (what an untuned build runs) however slow,
+ * then the fastest record of each other class (template, split over
+ * threads, channel blocks) within REFINE_SLOWER of the fastest record, from
+ * this machine's records */
 enum { REFINE_MAX_ALT = 6 };
 #define REFINE_SLOWER 1.3
 void db_chooser_want_alternatives(db_chooser *dc, int k);

@@ -40,6 +40,25 @@ static void test_lower_seed_shows_two_primitive_functions(void **state) {
             TEMPER_BINARY), 1, "knob tile: 5 is not a candidate (candidates: 2 4 6)");
 }
 
+/* a projection to 24 channels: with 16-float vectors its templates take
+ * blocks of 24 (16 + 8 lanes), listed in a second index range so recorded
+ * indices stay; with 8-float vectors 24 is three whole ones. Either way the
+ * default it runs by matches the reference. */
+static void test_space_shows_added_blocks(void **state) {
+  (void)state;
+  result r = sh("%s space tests/data/projection24.relay --task 0", TEMPER_BINARY);
+  assert_int_equal(r.code, 0);
+  if (strstr(r.out, "oc_bn      split  1 2 3 4 6 8 12 24\n")) {
+    assert_non_null(strstr(r.out, "template conv2d_1x1 (version 1): 5280 points, indices 27104..31723 and 35596..36255"));
+    assert_non_null(strstr(r.out, "\"oc_bn\":24"));
+  } else {
+    assert_non_null(strstr(r.out, "oc_bn      split  8 24\n"));
+    assert_null(strstr(r.out, " and "));
+  }
+  free(r.out);
+  expect(sh("%s run tests/data/projection24.relay --check --threads 2", TEMPER_BINARY), 0, "(ok: within");
+}
+
 static void test_bad_models_exit_1(void **state) {
   (void)state;
   const char *bad[] = {
@@ -162,6 +181,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_models_refused),
       cmocka_unit_test(test_examples_pass_check), cmocka_unit_test(test_lower_seed_shows_two_primitive_functions),
+                                     cmocka_unit_test(test_space_shows_added_blocks),
       cmocka_unit_test(test_bad_models_exit_1),   cmocka_unit_test(test_inputs_params_and_outputs),
       cmocka_unit_test(test_npy_round_trip),
   };

@@ -98,6 +98,33 @@ static void test_choices(void **state) {
   db_chooser_get(dc, 0, &e);
   assert_int_equal(e.threads, 2);
   db_chooser_close(dc);
+  /* refine's alternatives: the default config's record first, though far
+   * slower than the fastest (an untuned build runs it), then the fastest of
+   * each other class within REFINE_SLOWER */
+  sched_config def;
+  config_default_at(&sp, 0, 1, &def);
+  assert_int_not_equal(space_index(&sp, &def), space_index(&sp, &c[1]));
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  add(db, tid, &def, tmpl_versions[def.tmpl], 1, 9e-6);
+  temper_db_close(db);
+  assert_int_equal(db_chooser_open(path, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  db_chooser_want_alternatives(dc, REFINE_MAX_ALT);
+  assert_int_equal(choose(dc, &got), 1);
+  assert_int_equal(space_index(&sp, &got), space_index(&sp, &c[1]));
+  db_chooser_get(dc, 0, &e);
+  assert_true(e.n_alt >= 1);
+  char def_json[512];
+  config_json(&sp, &def, def_json, sizeof def_json);
+  assert_string_equal(e.alt[0], def_json);
+  assert_true(e.alt_s[0] == 9e-6);
+  for (int k = 1; k < e.n_alt; k++) assert_string_not_equal(e.alt[k], def_json);
+  db_chooser_close(dc);
+  /* without alternatives wanted, none */
+  assert_int_equal(db_chooser_open(path, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+  assert_int_equal(choose(dc, &got), 1);
+  db_chooser_get(dc, 0, &e);
+  assert_int_equal(e.n_alt, 0);
+  db_chooser_close(dc);
   /* a database that is not there: an error naming it */
   assert_int_equal(db_chooser_open("/nonexistent/t.db", &host, 1, 0, &dc, err, sizeof err), TEMPER_EINVAL);
   assert_null(dc);
