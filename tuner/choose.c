@@ -39,6 +39,7 @@ typedef struct choice {
   double alt_s[REFINE_MAX_ALT];
   char alt_tmpl[REFINE_MAX_ALT][32];   /* the alternative record's template and version */
   int alt_version[REFINE_MAX_ALT];
+  int def_alt;             /* 1 + the default config's place among alt, 0: not there */
 } choice;
 
 enum { LEVEL_EXACT = TARGET_EXACT, LEVEL_SUBSET = TARGET_SUBSET, LEVEL_COUNT = TARGET_LEVEL_COUNT };
@@ -147,7 +148,8 @@ static void collect_alternatives(db_chooser *dc, choice *c, const struct task_sp
   for (int i = 0; i < nr && def_idx != space_index(s, chosen) && c->n_alt < dc->want_alt; i++) {
     sched_config cfg;
     char perr[256];
-    if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr) || space_index(s, &cfg) != def_idx) continue;
+    if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr) || space_index(s, &cfg) != def_idx || c->def_alt) continue;
+    c->def_alt = c->n_alt + 1;
     str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
     str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], recs[i].tmpl);
     c->alt_version[c->n_alt] = recs[i].tmpl_version;
@@ -416,7 +418,7 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
                          .fastest_s = c->fastest_s, .in_context = c->in_context, .gain_s = c->gain_s,
                          .refined_at = c->refined_at, .replaced = c->replaced, .n_alt = c->n_alt,
                          .pretuned = c->pretuned ? dc->pre[c->pretuned - 1].path : NULL, .predicted = c->predicted,
-                         .predicted_config = c->predicted ? c->config : NULL};
+                         .predicted_config = c->predicted ? c->config : NULL, .default_alt = c->def_alt - 1};
   for (int k = 0; k < c->n_alt; k++)
     out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k], out->alt_tmpl[k] = c->alt_tmpl[k], out->alt_version[k] = c->alt_version[k];
 }

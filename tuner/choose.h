@@ -75,6 +75,7 @@ typedef struct chooser_entry {
   double alt_s[REFINE_MAX_ALT];
   const char *alt_tmpl[REFINE_MAX_ALT];   /* its record's template and version */
   int alt_version[REFINE_MAX_ALT];
+  int default_alt;          /* the default config's place among alt, -1: not there */
 } chooser_entry;
 int db_chooser_count(const db_chooser *dc);   /* workloads seen, in first-occurrence order */
 void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out);   /* pointers valid until close */

@@ -6,8 +6,10 @@
  * in which blocks, evicted by whose weights — and those costs belong to the
  * pair of layers, not to either record. So refine starts from the choice
  * `temper build` makes (choose.c) and weighs each workload's alternatives
- * (the fastest record of every other class: template, split over threads,
- * channel blocks) in the model. First a screen (below) times them many at
+ * (its default config's record, then the fastest record of every other
+ * class: template, split over threads, channel blocks) in the model. First
+ * every workload at its default at once (try_defaults); then a screen
+ * (below) times them many at
  * a time, each by its own steps in the model, and drops the ones that gain
  * too little there; then each that passed, the largest screened gain
  * first, is compiled into the model alone, the two programs run
@@ -139,64 +141,115 @@ static temper_status build_base(refine_search *sr, diag *d) {
   return variant_build(sr->o, sr->e, sr->pool, &pb, NULL, &sr->base, d);
 }
 
-/* alternative a of workload w against the current choice, in the whole
- * model; kept (the base becomes it) when it wins twice: a second
- * comparison between fresh builds of both, since where a build's buffers
- * land in memory moves one build of a program against another by up to a
- * per cent (measured: two builds of one ResNet-50, 20 pairs, −0.01 to
- * +1.1 %) — a winner of one comparison is often a fluke of placement or
- * noise */
-static temper_status try_alternative(refine_search *sr, int w, int a, diag *d) {
+/* The assignment sr->next against the current choice, in the whole model;
+ * kept (the base becomes it) when it wins twice: a second comparison
+ * between fresh builds of both, since where a build's buffers land in
+ * memory moves one build of a program against another by up to a per cent
+ * (measured: two builds of one ResNet-50, 20 pairs, -0.01 to +1.1 %) — a
+ * winner of one comparison is often a fluke of placement or noise. Never
+ * kept when the model's outputs differ. *better: kept; *r: the
+ * comparisons; *stopped: the first ended once the candidate could no
+ * longer win. */
+static temper_status try_next(refine_search *sr, const char *what, int *better, paired_result *r, int *stopped, diag *d) {
   const refine_opts *o = sr->o;
-  chooser_entry ce;
-  db_chooser_get(sr->dc, w, &ce);
-  *sr->next = *sr->cur;
-  str_copy(sr->next->cfg[w], sizeof sr->next->cfg[0], ce.alt[a]);
+  *better = *stopped = 0;
   temper_status s = build_cand(sr, sr->next, d);
   if (s) return s;
-  paired_result r;
-  int stopped = 0;
-  compare(sr->base.x, sr->cand.x, o->pairs, o->min_gain >= 0, &r, &stopped);
-  int better = tune_paired_better(&r, o->min_gain);
-  if (better) {
+  compare(sr->base.x, sr->cand.x, o->pairs, o->min_gain >= 0, r, stopped);
+  *better = tune_paired_better(r, o->min_gain);
+  if (*better) {
     if ((s = build_base(sr, d)) || (s = build_cand(sr, sr->next, d))) return s;
     paired_result again;
     compare(sr->base.x, sr->cand.x, o->pairs, o->min_gain >= 0, &again, NULL);
-    better = tune_paired_better(&again, o->min_gain);
-    r.gain_s = (r.gain_s + again.gain_s) / 2;
-    r.rel = (r.rel + again.rel) / 2;
-    r.wins += again.wins;
-    r.n += again.n;
+    *better = tune_paired_better(&again, o->min_gain);
+    r->gain_s = (r->gain_s + again.gain_s) / 2;
+    r->rel = (r->rel + again.rel) / 2;
+    r->wins += again.wins;
+    r->n += again.n;
   }
-  sr->res->stopped_early += stopped;
+  sr->res->stopped_early += *stopped;
+  sr->res->tried++;
   double worst;
   if (!same_outputs(sr->base.x, sr->cand.x, &worst)) {   /* never keep a program that computes something else */
-    fprintf(sr->log, "%s with %s: the model's output differs from the current choice's by %.3g (relative): skipped\n", ce.key,
-            ce.alt[a], worst);
-    better = 0;
+    fprintf(sr->log, "%s: the model's output differs from the current choice's by %.3g (relative): skipped\n", what, worst);
+    *better = 0;
   }
-  fprintf(sr->log, "%-62.62s %s %+7.3f ms (%+.2f%%, won %d of %d pairs%s) %s\n", ce.key, better ? "kept" : "    ", -r.gain_s * 1e3,
-          -r.rel * 100, r.wins, r.n, stopped ? ", stopped: it could no longer win" : "", ce.alt[a]);
-  fflush(sr->log);
-  sr->res->tried++;
-  if (!better) return TEMPER_OK;
+  if (!*better) return TEMPER_OK;
   program_free(&sr->base);
   sr->base = sr->cand;
   memset(&sr->cand, 0, sizeof sr->cand);
   *sr->cur = *sr->next;
+  return TEMPER_OK;
+}
+
+/* alternative a of workload w, kept as the workload's choice with its gain */
+static void keep_choice(refine_search *sr, const chooser_entry *ce, int a, double gain_s) {
   int slot = -1;   /* a later alternative of the same workload replaces an earlier one */
   for (int j = 0; j < sr->n_kept; j++)
-    if (!strcmp(sr->kept[j].workload, ce.key)) slot = j;
+    if (!strcmp(sr->kept[j].workload, ce->key)) slot = j;
   if (slot < 0) slot = sr->n_kept++;
   db_choice *ch = &sr->kept[slot];
   double before = ch->workload[0] ? ch->gain_s : 0;   /* new slots are zeroed */
   memset(ch, 0, sizeof *ch);
-  str_copy(ch->workload, sizeof ch->workload, ce.key);
-  str_copy(ch->config, sizeof ch->config, ce.alt[a]);
-  str_copy(ch->replaces, sizeof ch->replaces, ce.config ? ce.config : "");
-  ch->gain_s = before + r.gain_s;
-  str_copy(ch->tmpl, sizeof ch->tmpl, ce.alt_tmpl[a]);
-  ch->tmpl_version = ce.alt_version[a];
+  str_copy(ch->workload, sizeof ch->workload, ce->key);
+  str_copy(ch->config, sizeof ch->config, ce->alt[a]);
+  str_copy(ch->replaces, sizeof ch->replaces, ce->config ? ce->config : "");
+  ch->gain_s = before + gain_s;
+  str_copy(ch->tmpl, sizeof ch->tmpl, ce->alt_tmpl[a]);
+  ch->tmpl_version = ce->alt_version[a];
+}
+
+/* alternative a of workload w against the current choice */
+static temper_status try_alternative(refine_search *sr, int w, int a, diag *d) {
+  chooser_entry ce;
+  db_chooser_get(sr->dc, w, &ce);
+  *sr->next = *sr->cur;
+  str_copy(sr->next->cfg[w], sizeof sr->next->cfg[0], ce.alt[a]);
+  char what[1024];
+  snprintf(what, sizeof what, "%s with %s", ce.key, ce.alt[a]);
+  int better, stopped;
+  paired_result r;
+  temper_status s = try_next(sr, what, &better, &r, &stopped, d);
+  if (s) return s;
+  fprintf(sr->log, "%-62.62s %s %+7.3f ms (%+.2f%%, won %d of %d pairs%s) %s\n", ce.key, better ? "kept" : "    ", -r.gain_s * 1e3,
+          -r.rel * 100, r.wins, r.n, stopped ? ", stopped: it could no longer win" : "", ce.alt[a]);
+  fflush(sr->log);
+  if (better) keep_choice(sr, &ce, a, r.gain_s);
+  return TEMPER_OK;
+}
+
+/* Every workload at its default config at once (where the default has a
+ * record and the records chose another): what an untuned build runs. One
+ * alternative at a time cannot reach it where the defaults suit each other
+ * — their channel blocks match, so no layout transform sits between them —
+ * and the records' picks, each faster alone, need transforms or split the
+ * threads differently: MobileNetV2 at two threads ran 3.04 ms from the
+ * records after refine against 2.73 untuned (Zen 5). Tried first, so the
+ * single alternatives then start from the better of the two. */
+static temper_status try_defaults(refine_search *sr, int n, diag *d) {
+  *sr->next = *sr->cur;
+  int changed = 0;
+  for (int w = 0; w < n; w++) {
+    chooser_entry ce;
+    db_chooser_get(sr->dc, w, &ce);
+    if (ce.default_alt < 0) continue;
+    str_copy(sr->next->cfg[w], sizeof sr->next->cfg[0], ce.alt[ce.default_alt]);
+    changed++;
+  }
+  if (changed < 2) return TEMPER_OK;   /* one alone is an alternative like any other */
+  int better, stopped;
+  paired_result r;
+  temper_status s = try_next(sr, "every workload at its default", &better, &r, &stopped, d);
+  if (s) return s;
+  fprintf(sr->log, "%-62.62s %s %+7.3f ms (%+.2f%%, won %d of %d pairs%s)\n", "every workload at its default config", better ? "kept" : "    ",
+          -r.gain_s * 1e3, -r.rel * 100, r.wins, r.n, stopped ? ", stopped: it could no longer win" : "");
+  fflush(sr->log);
+  if (!better) return TEMPER_OK;
+  for (int w = 0; w < n; w++) {   /* the gain shared out evenly: it belongs to them together */
+    chooser_entry ce;
+    db_chooser_get(sr->dc, w, &ce);
+    if (ce.default_alt >= 0) keep_choice(sr, &ce, ce.default_alt, r.gain_s / changed);
+  }
   return TEMPER_OK;
 }
 
@@ -410,6 +463,7 @@ temper_status refine_run(const refine_opts *o, refine_result *res, diag *d) {
     else if (o->exhaustive)   /* every alternative compared, the largest share first */
       for (int a = 0; a < ce.n_alt; a++) list[n_list++] = (cand_item){ord[k].i, a, 0};
   }
+  if ((s = try_defaults(&sr, n, d))) goto out;
   if (!o->exhaustive && (s = screen(&sr, live, list, &n_list, d))) goto out;
   if (!o->exhaustive)
     fprintf(sr.log, "screened %d alternatives in %d programs: %d go on to the whole-model comparison\n", n_list + res->screened_out,

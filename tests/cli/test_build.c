@@ -48,19 +48,20 @@ static void test_tune_build_run(void **state) {
   npy_equal(a, b, 1e-6f);
 }
 
-/* insert an ok record of the c16_h8 workload with this config and time */
-static void insert_record(const char *db, const char *cfg, double median_s) {
+/* insert an ok record of the workload whose key contains `like` with this config and time */
+static void insert_record_of(const char *db, const char *like, const char *cfg, double median_s) {
   char sqlpath[512];
   snprintf(sqlpath, sizeof sqlpath, "%s/insert.sql", dir);
   FILE *f = fopen(sqlpath, "w");
   fprintf(f, "INSERT INTO records(workload_id, target_id, template, template_version, config, config_index, threads,"
              " status, median_s, min_s, max_s, rounds, gflops, measured_at, host, temper_version)"
              " SELECT r.workload_id, r.target_id, r.template, r.template_version, '%s', 0, 1, 'ok', %g, %g, %g, 3, 1, 'now', 'test', '0'"
-             " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.key LIKE '%%c16_h8%%' LIMIT 1;\n",
-          cfg, median_s, median_s, median_s);
+             " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.key LIKE '%%%s%%' LIMIT 1;\n",
+          cfg, median_s, median_s, median_s, like);
   fclose(f);
   expect(sh("sqlite3 %s < %s", db, sqlpath), 0, NULL);
 }
+static void insert_record(const char *db, const char *cfg, double median_s) { insert_record_of(db, "c16_h8", cfg, median_s); }
 
 /* a record whose config is not the default is what the build uses: in the
  * report and in the loop IR (par=1 parallelises over (n, oc-block) only) */
@@ -114,6 +115,8 @@ static void test_refine_choices(void **state) {
   const char *b = "{\"template\":\"conv2d_nchwc\",\"ic_bn\":8,\"oc_bn\":16,\"ow_bn\":4,\"oh_bn\":1,\"unroll_kw\":true,\"order\":0,\"par\":0}";
   insert_record(db, a, 1e-9);
   insert_record(db, b, 1.2e-9);   /* within REFINE_SLOWER of the fastest, another class (input blocks) */
+  /* without the default's record (the tuner's first), so b is the one alternative (test_refine_tries_defaults) */
+  expect(sh("sqlite3 %s 'DELETE FROM records WHERE id = (SELECT min(id) FROM records)'", db), 0, NULL);
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0, "kept");
   /* the screen passes it on (any gain is enough at -1000 %); --exhaustive compares it without one */
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0,
@@ -145,6 +148,29 @@ static void test_refine_choices(void **state) {
   expect(sh("%s refine " MODEL, T), 2, "usage: temper refine");
   expect(sh("%s refine " MODEL " --db %s/none.db", T, dir), 1, "no such database");
   expect(sh("%s refine " MODEL " --db %s --alternatives 99", T, db), 2, "--alternatives 1..");
+}
+
+/* refine tries every workload at its default config at once (what an
+ * untuned build runs), which one alternative at a time cannot reach; kept
+ * (at -1000 %), the build then runs the defaults, chosen in context */
+static void test_refine_tries_defaults(void **state) {
+  (void)state;
+  char db[512];
+  snprintf(db, sizeof db, "%s/d.db", dir);
+  expect(sh("%s tune " MODEL " --db %s --trials 1 --top-k 0 --min-repeat-ms 1", T, db), 0, NULL);
+  insert_record_of(db, "c16_h8", "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":2,\"oh_bn\":1,\"unroll_kw\":false,\"order\":1,\"par\":1}", 1e-9);
+  insert_record_of(db, "c3_h16", "{\"template\":\"conv2d_nchwc\",\"ic_bn\":1,\"oc_bn\":16,\"ow_bn\":2,\"oh_bn\":1,\"unroll_kw\":false,\"order\":1,\"par\":1}", 1e-9);
+  result r = sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db);
+  int ok = r.code == 0 && strstr(r.out, "every workload at its default config") && strstr(r.out, "2 choices for this model at 1 thread");
+  if (!ok) fprintf(stderr, "%s", r.out);
+  free(r.out);
+  assert_true(ok);
+  r = sh("%s build " MODEL " --db %s -o %s/d.so", T, db, dir);
+  const char *first = strstr(r.out, "chosen in context by temper refine");   /* both workloads */
+  ok = r.code == 0 && first && strstr(first + 1, "chosen in context by temper refine");
+  if (!ok) fprintf(stderr, "%s", r.out);
+  free(r.out);
+  assert_true(ok);
 }
 
 static void test_fallback_and_strict(void **state) {
@@ -245,7 +271,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tune_build_run),         cmocka_unit_test(test_hand_inserted_record_is_used),
       cmocka_unit_test(test_tune_takeover_summary),
-      cmocka_unit_test(test_refine_choices), cmocka_unit_test(test_fallback_and_strict),    cmocka_unit_test(test_library_needs_only_libc),
+      cmocka_unit_test(test_refine_choices), cmocka_unit_test(test_refine_tries_defaults), cmocka_unit_test(test_fallback_and_strict),    cmocka_unit_test(test_library_needs_only_libc),
       cmocka_unit_test(test_c_example),              cmocka_unit_test(test_weights_beside_and_size_checks),
       cmocka_unit_test(test_build_check),
   };
