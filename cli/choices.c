@@ -19,9 +19,12 @@ int cli_print_choices(const db_chooser *dc) {
       printf("%-66.66s %5d  default config (no record)\n", c.key, c.count);
       continue;
     }
-    printf("%-66.66s %5d  %s (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c.key, c.count, c.pretuned ? "pre-tuned" : "record",
-           c.level_name, c.median_s * 1e3, c.flops / c.median_s * 1e-9,
-           c.threads != s.threads ? " [nearest measured thread count]" : "", c.config);
+    if (c.median_s > 0)
+      printf("%-66.66s %5d  %s (%s): %.3f ms (%.1f GFLOP/s)%s %s\n", c.key, c.count, c.pretuned ? "pre-tuned" : "record",
+             c.level_name, c.median_s * 1e3, c.flops / c.median_s * 1e-9,
+             c.threads != s.threads ? " [nearest measured thread count]" : "", c.config);
+    else   /* refine's choice of the default config, never measured alone here */
+      printf("%-66.66s %5d  default config (no record of it) %s\n", c.key, c.count, c.config);
     if (c.pretuned) printf("    from the shipped log %s (no record of yours)\n", c.pretuned);
     if (c.threads != s.threads)
       printf("    measured at %d thread%s; this build runs %d\n", c.threads, c.threads > 1 ? "s" : "", s.threads);

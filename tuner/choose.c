@@ -103,19 +103,22 @@ static int64_t config_class(const struct task_space *s, const struct sched_confi
 }
 
 /* refine's choice for this workload, if it replaced what the records chose
- * now and is itself still a record: its config instead */
-static void apply_choice(db_chooser *dc, choice *c, const char *key, const struct task_space *s, struct sched_config *out,
-                         const db_record *recs, int nr) {
+ * now and is itself still a record (or the default config at this site,
+ * which refine may choose without a record): its config instead */
+static void apply_choice(db_chooser *dc, choice *c, const char *key, const struct task_space *s, const conv_site *site,
+                         struct sched_config *out, const db_record *recs, int nr) {
   for (int i = 0; i < dc->n_choices; i++) {
     const db_choice *ch = &dc->choices[i];
     if (strcmp(ch->workload, key)) continue;
-    sched_config cfg;
+    sched_config cfg, def;
     char perr[256];
-    int rec = -1;
+    int rec = -1, parsed = !config_parse(s, ch->config, &cfg, perr, sizeof perr);
     for (int k = 0; k < nr && rec < 0; k++)
       if (!strcmp(recs[k].config, ch->config)) rec = k;
-    if (strcmp(ch->replaces, c->config) || rec < 0 || tune_tmpl_version(ch->tmpl) != ch->tmpl_version ||
-        config_parse(s, ch->config, &cfg, perr, sizeof perr)) {
+    config_default_at(s, site->in_block, 1, &def);
+    int unmeasured_default = rec < 0 && parsed && space_index(s, &cfg) == space_index(s, &def);   /* refine measured it in the model */
+    if (strcmp(ch->replaces, c->config) || (rec < 0 && !unmeasured_default) || tune_tmpl_version(ch->tmpl) != ch->tmpl_version ||
+        !parsed) {
       dc->stale_choices++;
       return;
     }
@@ -125,7 +128,7 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
     str_copy(c->refined_at, sizeof c->refined_at, ch->measured_at);
     str_copy(c->replaced, sizeof c->replaced, c->config);
     str_copy(c->config, sizeof c->config, ch->config);
-    c->median_s = recs[rec].median_s;
+    c->median_s = rec >= 0 ? recs[rec].median_s : 0;   /* 0: the default, no record of it here */
     return;
   }
 }
@@ -155,6 +158,16 @@ static void collect_alternatives(db_chooser *dc, choice *c, const struct task_sp
     c->alt_version[c->n_alt] = recs[i].tmpl_version;
     c->alt_s[c->n_alt++] = recs[i].median_s;
     break;
+  }
+  if (!c->def_alt && def_idx != space_index(s, chosen) && c->n_alt < dc->want_alt) {
+    /* no record of it: a depthwise conv2d's default takes its producer's
+     * block, which the tuner (measuring the default for an input of its
+     * own block) never saw; refine measures it in the model all the same */
+    c->def_alt = c->n_alt + 1;
+    config_json(s, &def, c->alt[c->n_alt], sizeof c->alt[0]);
+    str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], tmpl_names[def.tmpl]);
+    c->alt_version[c->n_alt] = tmpl_versions[def.tmpl];
+    c->alt_s[c->n_alt++] = 0;
   }
   int64_t seen[64];
   for (int pass = 0; pass < 2; pass++) {
@@ -311,7 +324,7 @@ static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets,
       if (!c->fastest_s || recs[i].median_s < c->fastest_s) c->fastest_s = recs[i].median_s;
     }
     if (own && found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, site, out, recs, nr);
-    if (own && found && lv == LEVEL_EXACT && use == dc->threads) apply_choice(dc, c, key, s, out, recs, nr);
+    if (own && found && lv == LEVEL_EXACT && use == dc->threads) apply_choice(dc, c, key, s, site, out, recs, nr);
     free(recs);
   }
   if (found) {

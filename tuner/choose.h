@@ -36,7 +36,8 @@ const char *db_chooser_pretuned_default(void);
 int db_chooser_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
                       char *err, size_t n);
 /* for `temper refine`: also collect, per workload, up to k alternatives —
- * the default config's record (what an untuned build runs) however slow,
+ * the default config (what an untuned build runs: its record however slow,
+ * or with none — a depthwise default takes its producer's block — as is),
  * then the fastest record of each other class (template, split over
  * threads, channel blocks) within REFINE_SLOWER of the fastest record, from
  * this machine's records */

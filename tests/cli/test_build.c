@@ -115,21 +115,22 @@ static void test_refine_choices(void **state) {
   const char *b = "{\"template\":\"conv2d_nchwc\",\"ic_bn\":8,\"oc_bn\":16,\"ow_bn\":4,\"oh_bn\":1,\"unroll_kw\":true,\"order\":0,\"par\":0}";
   insert_record(db, a, 1e-9);
   insert_record(db, b, 1.2e-9);   /* within REFINE_SLOWER of the fastest, another class (input blocks) */
-  /* without the default's record (the tuner's first), so b is the one alternative (test_refine_tries_defaults) */
+  /* the alternatives: the default config (without a record: the tuner's first is deleted) and b */
   expect(sh("sqlite3 %s 'DELETE FROM records WHERE id = (SELECT min(id) FROM records)'", db), 0, NULL);
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0, "kept");
-  /* the screen passes it on (any gain is enough at -1000 %); --exhaustive compares it without one */
+  /* the screen passes them on (any gain is enough at -1000 %); --exhaustive compares them without one */
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0,
-         "screened 1 alternatives in 1 programs: 1 go on to the whole-model comparison");
+         "screened 2 alternatives in 2 programs: 2 go on to the whole-model comparison");
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000 --exhaustive", T, db), 0,
-         "compared 1 alternatives in the whole model; skipped 0 whose workload's share of the model bounds the gain under --min-gain "
+         "compared 2 alternatives in the whole model; skipped 0 whose workload's share of the model bounds the gain under --min-gain "
          "and 0 whose own steps");
   /* at 60 %: the workload's share (all of the model's conv2d) may hold such a gain, so it is screened; its
    * steps gain nowhere near 30 % of the model, so it is not compared */
   expect(sh("%s refine " MODEL " --db %s/r2.db --pairs 2 --min-gain 60", T, dir), 1, "no such database");
   expect(sh("cp %s %s/r2.db && %s refine " MODEL " --db %s/r2.db --pairs 4 --min-gain 60", db, dir, T, dir), 0,
          "screened out (a gain under");
-  expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000", T, db), 0, "1 choice for this model at 1 thread");
+  /* exhaustive: in the alternatives' order, so b, compared last, is the choice kept */
+  expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000 --exhaustive", T, db), 0, "1 choice for this model at 1 thread");
   expect(sh("sqlite3 %s 'SELECT count(*) FROM choices'", db), 0, "1");
   expect(sh("%s db show %s", T, db), 0, "refined model");
   expect(sh("%s build " MODEL " --db %s -o %s/r.so", T, db, dir), 0, "chosen in context by temper refine");
