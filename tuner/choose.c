@@ -143,31 +143,34 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
  * slower than an untuned one without the whole model having said so —
  * MobileNetV2 at two threads ran 3.16 ms tuned against 2.78 untuned on Zen 5
  * before refine weighed the defaults. */
+static void add_alt(choice *c, const char *config, const char *tmpl, int version, double median_s) {
+  str_copy(c->alt[c->n_alt], sizeof c->alt[0], config);
+  str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], tmpl);
+  c->alt_version[c->n_alt] = version;
+  c->alt_s[c->n_alt++] = median_s;
+}
+
 static void collect_alternatives(db_chooser *dc, choice *c, const struct task_space *s, const conv_site *site,
                                  const struct sched_config *chosen, const db_record *recs, int nr) {
   sched_config def;
   config_default_at(s, site->in_block, 1, &def);
   int64_t def_idx = space_index(s, &def);
-  for (int i = 0; i < nr && def_idx != space_index(s, chosen) && c->n_alt < dc->want_alt; i++) {
-    sched_config cfg;
-    char perr[256];
-    if (config_parse(s, recs[i].config, &cfg, perr, sizeof perr) || space_index(s, &cfg) != def_idx || c->def_alt) continue;
-    c->def_alt = c->n_alt + 1;
-    str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
-    str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], recs[i].tmpl);
-    c->alt_version[c->n_alt] = recs[i].tmpl_version;
-    c->alt_s[c->n_alt++] = recs[i].median_s;
-    break;
-  }
   if (!c->def_alt && def_idx != space_index(s, chosen) && c->n_alt < dc->want_alt) {
-    /* no record of it: a depthwise conv2d's default takes its producer's
-     * block, which the tuner (measuring the default for an input of its
-     * own block) never saw; refine measures it in the model all the same */
+    int rec = -1;
+    for (int i = 0; i < nr && rec < 0; i++) {
+      sched_config cfg;
+      char perr[256];
+      if (!config_parse(s, recs[i].config, &cfg, perr, sizeof perr) && space_index(s, &cfg) == def_idx) rec = i;
+    }
     c->def_alt = c->n_alt + 1;
-    config_json(s, &def, c->alt[c->n_alt], sizeof c->alt[0]);
-    str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], tmpl_names[def.tmpl]);
-    c->alt_version[c->n_alt] = tmpl_versions[def.tmpl];
-    c->alt_s[c->n_alt++] = 0;
+    if (rec >= 0) add_alt(c, recs[rec].config, recs[rec].tmpl, recs[rec].tmpl_version, recs[rec].median_s);
+    else {   /* no record of it: a depthwise conv2d's default takes its producer's block, which the
+                tuner (measuring the default for an input of its own block) never saw; refine
+                measures it in the model all the same */
+      char text[512];
+      config_json(s, &def, text, sizeof text);
+      add_alt(c, text, tmpl_names[def.tmpl], tmpl_versions[def.tmpl], 0);
+    }
   }
   int64_t seen[64];
   for (int pass = 0; pass < 2; pass++) {
@@ -189,10 +192,7 @@ static void collect_alternatives(db_chooser *dc, choice *c, const struct task_sp
       for (int j = 0; j < n_seen; j++) dup |= seen[j] == k;
       if (dup || n_seen == 64) continue;
       seen[n_seen++] = k;
-      str_copy(c->alt[c->n_alt], sizeof c->alt[0], recs[i].config);
-      str_copy(c->alt_tmpl[c->n_alt], sizeof c->alt_tmpl[0], recs[i].tmpl);
-      c->alt_version[c->n_alt] = recs[i].tmpl_version;
-      c->alt_s[c->n_alt++] = recs[i].median_s;
+      add_alt(c, recs[i].config, recs[i].tmpl, recs[i].tmpl_version, recs[i].median_s);
     }
   }
 }
