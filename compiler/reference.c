@@ -491,7 +491,11 @@ temper_status ref_eval_func(const node *fn, const float *const *inputs, float **
         if (s == TEMPER_OK) { v->bufs = res; v->n = nr; v->owned = 1; }
         break;
       }
-      if (value_alloc(v, &x->ty)) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
+      if (value_alloc(v, &x->ty)) {
+        s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory for the result of %s (%lld floats)", ops_table[x->op].name,
+                      (long long)(x->ty.kind == TY_TUPLE ? 0 : shape_numel(&x->ty.shape)));
+        break;
+      }
       s = ref_eval_op(x, ins, v->bufs, d);
       break;
     }
@@ -510,7 +514,7 @@ temper_status ref_eval_func(const node *fn, const float *const *inputs, float **
       if (!res[j]) {
         for (int k = 0; k < j; k++) free(res[k]);
         free(res);
-        s = diag_fail(d, TEMPER_ENOMEM, "out of memory");
+        s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory for output %d (%lld floats)", j, (long long)shape_numel(sh));
         goto done;
       }
       memcpy(res[j], vals[b->id].bufs[j], bytes);
