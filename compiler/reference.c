@@ -269,10 +269,10 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
   const attrs_t *a = n->attrs;
   switch ((op_id)n->op) {
   case OP_CONV2D:
-    if (ref_conv2d(n, in[0], in[1], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+    if (ref_conv2d(n, in[0], in[1], y)) return diag_fail(d, TEMPER_ENOMEM, "reference: out of memory for nn.conv2d's working copies in NCHW");
     break;
   case OP_CONV2D_WINOGRAD:
-    if (ref_conv2d_winograd(n, in[0], in[1], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+    if (ref_conv2d_winograd(n, in[0], in[1], y)) return diag_fail(d, TEMPER_ENOMEM, "reference: out of memory for the Winograd conv2d's working copies");
     break;
   case OP_WINOGRAD_WEIGHT: {
     const shape_t *ws = &n->args[0]->ty.shape;
@@ -290,7 +290,7 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
     break;
   }
   case OP_MAX_POOL2D: case OP_AVG_POOL2D: case OP_GLOBAL_AVG_POOL2D: case OP_GLOBAL_MAX_POOL2D:
-    if (ref_pool(n, in[0], y)) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+    if (ref_pool(n, in[0], y)) return diag_fail(d, TEMPER_ENOMEM, "reference: out of memory for the pool's working copies in NCHW");
     break;
   case OP_RELU: case OP_SIGMOID: case OP_SQRT: case OP_CLIP: case OP_HARD_SIGMOID: case OP_HARD_SWISH: case OP_LEAKY_RELU: case OP_TANH:
   case OP_ERF: case OP_EXP:
@@ -452,12 +452,12 @@ temper_status ref_eval_func(const node *fn, const float *const *inputs, float **
   for (int i = 0; i < fn->n_params; i++) max_id = fn->params[i]->id > max_id ? fn->params[i]->id : max_id;
   value *vals = calloc((size_t)max_id + 1, sizeof *vals);
   temper_status s = TEMPER_OK;
-  if (!order || !vals) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); goto done; }
+  if (!order || !vals) { s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory"); goto done; }
   for (int i = 0; i < fn->n_params; i++) {
     value *v = &vals[fn->params[i]->id];
     v->n = 1;
     v->bufs = malloc(sizeof(float *));
-    if (!v->bufs) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); goto done; }
+    if (!v->bufs) { s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory"); goto done; }
     v->bufs[0] = (float *)inputs[i];
   }
   for (int i = 0; i < n && s == TEMPER_OK; i++) {
@@ -470,13 +470,13 @@ temper_status ref_eval_func(const node *fn, const float *const *inputs, float **
     case N_FUNC: break;
     case N_CONST:
       v->n = 1;
-      if (!(v->bufs = malloc(sizeof(float *)))) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
+      if (!(v->bufs = malloc(sizeof(float *)))) { s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory"); break; }
       v->bufs[0] = x->data;
       break;
     case N_TUPLE: case N_GETITEM: {
       int cnt = x->kind == N_TUPLE ? x->n_args : 1;
       v->n = cnt;
-      if (!(v->bufs = malloc(sizeof(float *) * (size_t)(cnt ? cnt : 1)))) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
+      if (!(v->bufs = malloc(sizeof(float *) * (size_t)(cnt ? cnt : 1)))) { s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory"); break; }
       for (int j = 0; j < cnt; j++)
         v->bufs[j] = x->kind == N_TUPLE ? vals[x->args[j]->id].bufs[0] : vals[x->args[0]->id].bufs[x->index];
       break;
@@ -506,7 +506,7 @@ temper_status ref_eval_func(const node *fn, const float *const *inputs, float **
     const type_t *t = &b->ty;
     int cnt = t->kind == TY_TUPLE ? t->n_fields : 1;
     float **res = calloc((size_t)cnt, sizeof(float *));
-    if (!res) { s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); goto done; }
+    if (!res) { s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory"); goto done; }
     for (int j = 0; j < cnt; j++) {
       const shape_t *sh = t->kind == TY_TUPLE ? &t->fields[j] : &t->shape;
       size_t bytes = sizeof(float) * (size_t)(shape_numel(sh) ? shape_numel(sh) : 1);
