@@ -585,6 +585,31 @@ static void default_1x1(const task_space *s, const tmpl_space *t, sched_config *
 void config_default(const task_space *s, sched_config *c) { config_default_at(s, -1, 1, c); }
 void config_default_direct(const task_space *s, sched_config *c, int allow_winograd) { config_default_at(s, -1, allow_winograd, c); }
 
+/* Winograd where output-channel groups would not fit L2: instead one tile
+ * block of all the tiles (register tiles of about equal size, at most tb
+ * tiles each), so that the transformed weights stream from memory once,
+ * and two groups, so that two threads each stream half of them — where
+ * the block's transformed input fits L2. Keeps c and returns 1 if it
+ * applies; else leaves c as it was. ResNet-50's 14×14 layers on Zen 5
+ * (1 MB L2; 4.2 MB of weights, 800 KB of transformed input): in the
+ * model, against one group of 14-tile blocks, 0.89–0.90× at one thread
+ * and 0.69–0.78× at two (bench/RESULTS.md). */
+static int one_block_two_groups(const task_space *s, const tmpl_space *t, sched_config *c, int64_t tiles, int64_t tb, int64_t wt) {
+  sched_config was = *c;
+  int64_t ob = cfg_get(s, c, K_OC_BN), v, m2;
+  set_knob(t, c, K_T_BLK, (tiles + tb - 1) / tb);
+  int64_t r = cfg_get(s, c, K_T_BLK);
+  const knob *kt = knob_of(t, K_T_BN);   /* the fewest tiles per register tile that cover the block */
+  for (int i = kt->n - 1; i >= 0; i--)
+    if (kt->vals[i] <= tb && kt->vals[i] * r >= tiles) set_knob(t, c, K_T_BN, kt->vals[i]);
+  set_knob(t, c, K_STAGE, 0);
+  set_knob(t, c, K_OC_SPLIT, (s->w.K / ob) % 2 == 0 ? 2 : 1);
+  winograd_scratch(s, c, &v, &m2);
+  if (r > 1 && cfg_get(s, c, K_T_BN) * r >= tiles && 4 * v <= s->l2 && wt >= 4 * v && space_valid(s, c)) return 1;
+  *c = was;
+  return 0;
+}
+
 void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, sched_config *c) {
   const conv_workload *w = &s->w;
   int vec = s->vec;
@@ -659,7 +684,11 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * with one group, 1.2 with four). But where a group's working set still
      * passes 3/4 of L2, none: the groups would only re-read the input. On
      * Zen 5's 1 MB L2 the 28×28 and 14×14 layers ran 0.2 ms each slower in
-     * the model with four groups, the 56×56 ones (848 KB) 0.02 ms with two */
+     * the model with four groups, the 56×56 ones (848 KB) 0.02 ms with two.
+     * There, where the weights are four times the transformed input of all
+     * the tiles or more and that input fits L2, one block of all the tiles
+     * in two groups (one_block_two_groups): the 14×14 layers, not the
+     * 28×28 ones (2.6 times: 1.19× slower at one thread so) */
     int64_t wt = (m + 2) * (m + 2) * w->C * w->K, split = 1, v, m2;
     set_knob(t, c, K_OC_SPLIT, 1);
     winograd_scratch(s, c, &v, &m2);
@@ -667,6 +696,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
       while (split < 4 && 4 * wt / split > s->l2 / 2 && (w->K / ob) % (split * 2) == 0) split *= 2;
       set_knob(t, c, K_OC_SPLIT, split);
       winograd_scratch(s, c, &v, &m2);
+      if (4 * (wt / split + v + m2) > s->l2 / 4 * 3 && one_block_two_groups(s, t, c, tiles, tb, wt)) return;
       if (4 * (wt / split + v + m2) > s->l2 / 4 * 3) split = 1;
     }
     set_knob(t, c, K_OC_SPLIT, split);

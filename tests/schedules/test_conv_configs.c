@@ -383,7 +383,8 @@ static void test_partial_vector_blocks_match_reference(void **state) {
  * the blocks at two), on a layer
  * whose 49 tiles do not halve: blocks of 4 × 12 tiles (48 + 1), of 2 × 7
  * (49 = 3 · 14 + 7) and, at tile 4 (16 tiles), of 2 × 3 (6 + 6 + 3 + 1),
- * with stage, par and unroll */
+ * with stage, par and unroll; and the default of ResNet-50's 14×14 layers
+ * on a 1 MB L2: one block of 4 × 14 (49 = 3 · 14 + 7) in two groups */
 static void test_winograd_oc_split_matches_reference(void **state) {
   (void)state;
   shape_case sc = {"s4_3x3_256_small", 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -396,8 +397,9 @@ static void test_winograd_oc_split_matches_reference(void **state) {
                                      "conv2d_winograd:tile=4,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=4",
                                      "conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=12,par=0,stage=1,unroll_c=0,oc_split=2,t_blocks=4",
                                      "conv2d_winograd:tile=2,ic_bn=16,oc_bn=32,t_bn=7,par=1,stage=0,unroll_c=1,oc_split=1,t_blocks=2",
-                                     "conv2d_winograd:tile=4,ic_bn=8,oc_bn=16,t_bn=3,par=0,stage=0,unroll_c=0,oc_split=1,t_blocks=2"};
-  for (int c = 0; c < 5; c++)
+                                     "conv2d_winograd:tile=4,ic_bn=8,oc_bn=16,t_bn=3,par=0,stage=0,unroll_c=0,oc_split=1,t_blocks=2",
+                                     "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=0,unroll_c=0,oc_split=2,t_blocks=4"};
+  for (int c = 0; c < 6; c++)
     for (int threads = c < 2 ? 1 : 2; threads <= 2 && (part < 0 || c % 2 == part); threads++) {   /* the blocks at two threads (LLVM compiles are the time) */
       fixed fx = {key, {0}};
       assert_int_equal(config_parse(&sp, cfgs[c], &fx.cfg, err, sizeof err), 0);

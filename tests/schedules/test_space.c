@@ -153,20 +153,36 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(cfg_get(&sp, &c, K_OW_BN), 8);
   /* Winograd's output-channel groups: where a tile block's working set
    * passes L2, as many as it takes for a group's weights to fit half of it
-   * (up to four), unless a group's working set still passes 3/4 of L2
-   * (ResNet-50's 3×3 layers: 2 MiB L2 as on the Intel machines, 1 MiB as on
-   * Zen 5) */
-  const struct { int64_t hw, ch, l2, groups; } wg[] = {
-      {56, 64, 2 << 20, 1}, {28, 128, 2 << 20, 4}, {14, 256, 2 << 20, 4},
-      {56, 64, 1 << 20, 1}, {28, 128, 1 << 20, 1}, {14, 256, 1 << 20, 1}};
+   * (up to four), unless a group's working set still passes 3/4 of L2; then
+   * one block of all the tiles with two groups where its transformed input
+   * fits L2 and the weights are at least four times it (14×14: 4 MiB
+   * against 784 KiB), else one group of 14-tile blocks (28×28: 2.25 MiB
+   * against 882 KiB). ResNet-50's 3×3 layers: 2 MiB L2 as on the Intel
+   * machines, 1 MiB as on Zen 5 */
+  const struct { int64_t hw, ch, l2, groups, t_blk, stage; } wg[] = {
+      {56, 64, 2 << 20, 1, 1, 1}, {28, 128, 2 << 20, 4, 1, 1}, {14, 256, 2 << 20, 4, 1, 1},
+      {56, 64, 1 << 20, 1, 1, 1}, {28, 128, 1 << 20, 1, 1, 1}, {14, 256, 1 << 20, 2, 4, 0}};
   for (size_t i = 0; i < sizeof wg / sizeof *wg; i++) {
     conv_workload l = {1, wg[i].ch, wg[i].hw, wg[i].hw, wg[i].ch, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     build_for(&l, 16, 48 << 10, wg[i].l2, &sp);
     config_default(&sp, &c);
     assert_int_equal(c.tmpl, TMPL_WINOGRAD);
     assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), wg[i].groups);
-    assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 1);
+    assert_int_equal(cfg_get(&sp, &c, K_T_BLK), wg[i].t_blk);
+    assert_int_equal(cfg_get(&sp, &c, K_STAGE), wg[i].stage);
+    assert_true(space_valid(&sp, &c));
+    if (wg[i].t_blk > 1) {   /* the block covers all 49 tiles: 4 register tiles of 14 */
+      assert_int_equal(cfg_get(&sp, &c, K_T_BN), 14);
+      assert_int_equal(winograd_block(&sp, &c), 49);
+    }
   }
+  /* a 768 KiB L2: the 14×14 layer's transformed input does not fit, one group */
+  conv_workload l14 = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  build_for(&l14, 16, 48 << 10, 768 << 10, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 1);
+  assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 1);
   /* wider than 256²: Winograd where one block of all the tiles has its
    * transformed input in half of L2 — ResNet's 7×7 layers of 512 channels
    * (16 tiles of F(2×2, 3×3), 512 KiB): two register tiles of 8, one block,
