@@ -589,8 +589,10 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
  * block of all the tiles (register tiles of about equal size, at most tb
  * tiles each), so that the transformed weights stream from memory once,
  * and two groups, so that two threads each stream half of them — where
- * the block's transformed input fits L2. Keeps c and returns 1 if it
- * applies; else leaves c as it was. ResNet-50's 14×14 layers on Zen 5
+ * the block's transformed input fits L2 and the weights (wt floats) are at
+ * least four times it, so that reading them once is worth the block's
+ * hold on L2. Keeps c and returns 1 if it applies; else leaves c as it
+ * was. ResNet-50's 14×14 layers on Zen 5
  * (1 MB L2; 4.2 MB of weights, 800 KB of transformed input): in the
  * model, against one group of 14-tile blocks, 0.89–0.90× at one thread
  * and 0.69–0.78× at two (bench/RESULTS.md). */
