@@ -429,6 +429,14 @@ static void value_free(value *v) {
   v->bufs = NULL;
 }
 
+/* the floats of a value of type t (every field of a tuple) */
+static int64_t type_floats(const type_t *t) {
+  if (t->kind != TY_TUPLE) return shape_numel(&t->shape);
+  int64_t n = 0;
+  for (int i = 0; i < t->n_fields; i++) n += shape_numel(&t->fields[i]);
+  return n;
+}
+
 static int value_alloc(value *v, const type_t *t) {
   v->n = t->kind == TY_TUPLE ? t->n_fields : 1;
   v->bufs = calloc((size_t)v->n, sizeof(float *));
@@ -493,7 +501,7 @@ temper_status ref_eval_func(const node *fn, const float *const *inputs, float **
       }
       if (value_alloc(v, &x->ty)) {
         s = diag_fail(d, TEMPER_ENOMEM, "reference: out of memory for the result of %s (%lld floats)", ops_table[x->op].name,
-                      (long long)(x->ty.kind == TY_TUPLE ? 0 : shape_numel(&x->ty.shape)));
+                      (long long)type_floats(&x->ty));
         break;
       }
       s = ref_eval_op(x, ins, v->bufs, d);

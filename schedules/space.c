@@ -698,8 +698,10 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
       while (split < 4 && 4 * wt / split > s->l2 / 2 && (w->K / ob) % (split * 2) == 0) split *= 2;
       set_knob(t, c, K_OC_SPLIT, split);
       winograd_scratch(s, c, &v, &m2);
-      if (4 * (wt / split + v + m2) > s->l2 / 4 * 3 && one_block_two_groups(s, t, c, tiles, tb, wt)) return;
-      if (4 * (wt / split + v + m2) > s->l2 / 4 * 3) split = 1;
+      if (4 * (wt / split + v + m2) > s->l2 / 4 * 3) {
+        if (one_block_two_groups(s, t, c, tiles, tb, wt)) return;
+        split = 1;
+      }
     }
     set_knob(t, c, K_OC_SPLIT, split);
     if (!space_valid(s, c)) set_knob(t, c, K_STAGE, 0);

@@ -44,7 +44,7 @@ static void test_reference_out_of_memory(void **state) {
   temper_graph_destroy(g);
 }
 
-/* the same interpreter still evaluates the small program after that */
+/* a small program evaluates exactly: relu, then a pad with a value */
 static void test_reference_small(void **state) {
   (void)state;
   temper_graph *g = parse_ok("def @main(%x: Tensor[(1, 2), float32]) {\n"
