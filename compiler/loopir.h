@@ -81,8 +81,6 @@ typedef struct lfunc {
   int slot_lanes[LF_MAX_SLOTS];
   lstmt *body;        /* a SEQ */
   int vec;            /* target vector width in floats */
-  int64_t l2_keep;    /* bytes the kernel re-reads on a core (config_l2_keep), 0 if little:
-                       * how much room its weight stream leaves (temper_pool_prefetch) */
   lexpr oom_e;        /* returned by builders once the arena failed */
   lstmt oom_s;
 } lfunc;

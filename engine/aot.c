@@ -346,7 +346,7 @@ static int write_source(const char *path, const char *header, const plan *p, int
   for (int si = 0; si < p->n_steps; si++) {
     const astep *a = &p->steps[si];
     /* its largest weights and those of the next step that has any, prefetched as it computes */
-    int nb = -1, cb = -1, ns = -1;
+    int nb = -1, cb = -1;
     for (int j = 0; j + 1 < a->n_args; j++) {
       int b = a->args[j];
       if (p->bufs[b].kind == B_PARAM && (cb < 0 || p->bufs[b].size > p->bufs[cb].size)) cb = b;
@@ -354,14 +354,13 @@ static int write_source(const char *path, const char *header, const plan *p, int
     for (int sj = si + 1; sj < p->n_steps && nb < 0; sj++)
       for (int j = 0; j + 1 < p->steps[sj].n_args; j++) {
         int b = p->steps[sj].args[j];
-        if (p->bufs[b].kind == B_PARAM && (nb < 0 || p->bufs[b].size > p->bufs[nb].size)) nb = b, ns = sj;
+        if (p->bufs[b].kind == B_PARAM && (nb < 0 || p->bufs[b].size > p->bufs[nb].size)) nb = b;
       }
     if (nb >= 0 || cb >= 0) {
       char buf2[96];
-      fprintf(f, "  temper_pool_prefetch(m->pool, %s, %lldll, %lldll, %s, %lldll, %lldll);\n",
-              cb >= 0 ? arg_expr(p, cb, buf, sizeof buf) : "NULL", cb >= 0 ? (long long)p->bufs[cb].size * 4 : 0LL,
-              (long long)p->kernels[a->kernel]->l2_keep, nb >= 0 ? arg_expr(p, nb, buf2, sizeof buf2) : "NULL",
-              nb >= 0 ? (long long)p->bufs[nb].size * 4 : 0LL, ns >= 0 ? (long long)p->kernels[p->steps[ns].kernel]->l2_keep : 0LL);
+      fprintf(f, "  temper_pool_prefetch(m->pool, %s, %lldll, %s, %lldll);\n", cb >= 0 ? arg_expr(p, cb, buf, sizeof buf) : "NULL",
+              cb >= 0 ? (long long)p->bufs[cb].size * 4 : 0LL, nb >= 0 ? arg_expr(p, nb, buf2, sizeof buf2) : "NULL",
+              nb >= 0 ? (long long)p->bufs[nb].size * 4 : 0LL);
     }
     fprintf(f, "  { float *const args[] = {");
     for (int j = 0; j < a->n_args; j++) fprintf(f, "%s%s", j ? ", " : "", arg_expr(p, a->args[j], buf, sizeof buf));

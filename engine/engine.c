@@ -177,7 +177,6 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     s = d->status ? d->status : engine_lower_one(prims[i], e->target.vec, k->name, &todo[n_todo], d);
     if (s) { free(k->key); free(k); break; }
     k->loops = lf_print(todo[n_todo]);
-    k->l2_keep = todo[n_todo]->l2_keep;
     fresh[n_todo++] = k;
     res[i] = k;
   }

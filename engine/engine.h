@@ -13,7 +13,6 @@ typedef struct kernel {
   char *loops;            /* printed loop IR */
   int n_inputs;
   double flops;           /* of the master op */
-  int64_t l2_keep;        /* bytes it re-reads on a core (the loop IR's l2_keep) */
   char workload[192];     /* a conv2d master's workload key (what a chooser is asked for), or "" */
 } kernel;
 
@@ -58,7 +57,6 @@ typedef struct exec_step {
   int64_t w_bytes;          /* prefetched during this one (temper_pool_prefetch) */
   const float *next_w;
   int64_t next_w_bytes;
-  int64_t next_keep;        /* the l2_keep of the step that reads next_w */
 } exec_step;
 typedef struct exec {
   int n_bufs;

@@ -202,13 +202,12 @@ temper_status exec_create(temper_engine *e, temper_graph *g, int threads, exec *
     for (int j = 0; j < x->steps[i].n_args; j++) x->steps[i].argv[j] = x->bufs[argb[i][j]];
   /* a step's weights and those of the next step that has any, prefetched
    * as it computes: threads stream them from memory meanwhile */
-  for (int i = x->n_steps - 1, next = -1, next_step = -1; i >= 0; i--) {
+  for (int i = x->n_steps - 1, next = -1; i >= 0; i--) {
     x->steps[i].w = weights[i] >= 0 ? x->bufs[weights[i]] : NULL;
     x->steps[i].w_bytes = weights[i] >= 0 ? x->sizes[weights[i]] * 4 : 0;
     x->steps[i].next_w = next >= 0 ? x->bufs[next] : NULL;
     x->steps[i].next_w_bytes = next >= 0 ? x->sizes[next] * 4 : 0;
-    x->steps[i].next_keep = next_step >= 0 ? x->steps[next_step].k->l2_keep : 0;
-    if (weights[i] >= 0) next = weights[i], next_step = i;
+    if (weights[i] >= 0) next = weights[i];
   }
   x->pool = temper_pool_create(threads);
   if (!x->pool) goto oom;
@@ -248,7 +247,7 @@ void exec_set_input(exec *x, int i, const float *data) {
 
 void exec_run_step(exec *x, int i) {
   exec_step *st = &x->steps[i];
-  temper_pool_prefetch(x->pool, st->w, st->w_bytes, st->k->l2_keep, st->next_w, st->next_w_bytes, st->next_keep);
+  temper_pool_prefetch(x->pool, st->w, st->w_bytes, st->next_w, st->next_w_bytes);
   st->k->fn(st->argv, x->pool);
 }
 

@@ -31,8 +31,6 @@ typedef struct share {
 typedef struct pf_stream {
   const char *cur, *next;
   int64_t cur_bytes, next_bytes;
-  int64_t cur_ahead;    /* of cur, what the loop before fetched (its next_ahead) */
-  int64_t next_ahead;   /* of next, what this loop fetches */
 } pf_stream;
 
 struct temper_pool {
@@ -53,9 +51,7 @@ struct temper_pool {
   void *ctx;
   share *shares;              /* one per thread */
   pf_stream pf_next, pf_job;  /* temper_pool_prefetch: for the next loop; the current loop's */
-  int64_t l2;                 /* this core's L2 in bytes (l2_bytes) */
-  const void *last_next;      /* the last call's next, and how much of it that loop fetched */
-  int64_t last_ahead;
+  int64_t pf_cap;             /* the most bytes of it fetched ahead (prefetch_cap) */
 };
 
 /* the start of the calling thread's first chunk in the current loop, or -1
@@ -69,80 +65,61 @@ int64_t temper_task_first(void) { return first_begin; }
 static _Thread_local const char *pf_at, *pf_end, *pf_at2, *pf_end2;
 static _Thread_local int64_t pf_lines;
 
-/* this core's L2 in bytes: libc's, else the kernel's view of cpu0, else 1 MB */
-static int64_t l2_bytes(void) {
+/* How far the weight stream runs ahead: the next kernel's first bytes are
+ * fetched during the current kernel, and the current kernel's stream stays
+ * that far ahead of where it reads. Half of this core's L2 (the other half
+ * keeps the weight block the kernel re-reads and its input), and at most
+ * 512 KB. All of the next weights (ResNet-50's last layers have 4–9 MB)
+ * evicted what the running kernel still read: on a Sapphire Rapids-class
+ * core (2 MB L2) the 1×1 layers of the last stage took 1.31 ms in the model
+ * instead of 0.86 with 512 KB, and the whole model's kernels 51.7 ms at one
+ * thread against 49.1 (26.3 against 25.1 at two threads). On Zen 5 (1 MB
+ * L2) a quarter, 256 KB, covered less than half of a stage-5 3×3 kernel's
+ * 590 KB weight block when the block starts, and the stream fell behind:
+ * with 512 KB ResNet-50 at one thread took 0.97× as long in `temper run`
+ * and 0.99× as a built library (medians of 14 and 13 alternating pairs),
+ * unchanged at two threads and in MobileNetV2 (bench/RESULTS.md). Between
+ * 512 KB and a whole 2 MB L2 nothing was measured, so the cap keeps
+ * Intel's measured 512 KB. */
+static int64_t prefetch_cap(void) {
   long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE
   l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-  if (l2 <= 0) {
+  if (l2 <= 0) {   /* where libc does not say: the kernel's view of cpu0 */
     FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index2/size", "r");
     char unit = 0;
     if (f && fscanf(f, "%ld%c", &l2, &unit) >= 1) l2 *= unit == 'K' ? 1024 : unit == 'M' ? 1048576 : 1;
     else l2 = -1;
     if (f) fclose(f);
   }
-  return l2 > 0 ? l2 : 1 << 20;
+  int64_t half = (l2 > 0 ? l2 : 1 << 20) / 2;
+  return half < (512 << 10) ? half : 512 << 10;
 }
 
-/* How far a kernel's weight stream runs ahead of where it reads, on each
- * thread: the next kernel's first bytes are fetched during the current
- * kernel, and the current kernel's stream stays that far ahead. What L2
- * has room for beside what the kernel re-reads (keep, from its config:
- * config_l2_keep), between 128 KB and half of L2, at most 512 KB.
- *
- * The upper bound: all of the next weights (ResNet-50's last layers have
- * 4–9 MB) evicted what the running kernel still read: on a Sapphire
- * Rapids-class core (2 MB L2) the 1×1 layers of the last stage took
- * 1.31 ms in the model instead of 0.86 with 512 KB, and the whole model's
- * kernels 51.7 ms at one thread against 49.1 (26.3 against 25.1 at two
- * threads). The room: on Zen 5 (1 MB L2) stage 5's 3×3 stride-2 layer
- * re-reads a 590 KB block of weights and its 400 KB input, and with
- * 512 KB in flight beside them it took 1.70 ms in the model against 1.55
- * with 128 KB, while the Winograd layers after it, which keep little,
- * took 1.04 against 1.10 (bench/RESULTS.md). The lower bound: a lead much
- * shorter than 128 KB lets the stream fall behind (none at all: the 3×3
- * layer 1.60 ms). Against 512 KB for every kernel, ResNet-50's kernels in
- * sequence took 0.961× and 0.973× as long at one thread (stage 4's
- * Winograd layers 0.82–0.96×, the 3×3 stride-2 layer 0.88–0.92×) and
- * 1.013× and 0.982× at two (two runs of 8–10 alternating rounds each). */
-static int64_t ahead_of(const temper_pool *p, int64_t keep) {
-  int64_t hi = p->l2 / 2 < (512 << 10) ? p->l2 / 2 : 512 << 10, lo = hi < (128 << 10) ? hi : 128 << 10;
-  int64_t room = p->l2 - (keep > 0 ? keep : 0);
-  return room > hi ? hi : room < lo ? lo : room;
-}
-
-void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, int64_t cur_keep, const void *next,
-                          int64_t next_bytes, int64_t next_keep) {
+void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes) {
   if (!p) return;
-  int64_t own = ahead_of(p, cur_keep), next_ahead = ahead_of(p, next_keep);
-  if (next_ahead > own) next_ahead = own;   /* what fits beside the running kernel */
-  /* the loop before fetched the first part of cur if cur was its next */
-  int64_t cur_ahead = cur && cur == p->last_next ? p->last_ahead : own;
   p->pf_next = (pf_stream){cur_bytes > 0 ? cur : NULL, next_bytes > 0 ? next : NULL, cur && cur_bytes > 0 ? cur_bytes : 0,
-                           next && next_bytes > 0 ? next_bytes : 0, cur_ahead, next_ahead};
-  p->last_next = next;
-  p->last_ahead = next_ahead;
+                           next && next_bytes > 0 ? next_bytes : 0};
 }
 
 /* Thread i of n: where it reads the weights of a kernel split over output
  * channels, the lines [L·i/n, L·(i+1)/n) of their L; the previous kernel
- * fetched the first cur_ahead bytes of that part, so it fetches the rest
- * (that far ahead of where it reads, as the kernel progresses), then the
- * first next_ahead bytes of its part of the next kernel's. Weights of at
- * most next_ahead per thread: the next kernel's first next_ahead bytes
- * split among the threads, as that kernel may read them all on every
- * thread. Ranges in whole lines. */
+ * fetched the first cap bytes of that part, so it fetches the rest (a cap
+ * ahead of where it reads, as the kernel progresses), then the first cap
+ * bytes of its part of the next kernel's. Weights of at most a cap per
+ * thread: the next kernel's first cap bytes split among the threads, as
+ * that kernel may read them all on every thread. Ranges in whole lines. */
 typedef struct pf_range { const char *at, *end; } pf_range;
-static int64_t part_lines(const pf_stream *st, int i, int n, pf_range r[2]) {
-  int64_t k = 0, lines = 0;
+static int64_t part_lines(const pf_stream *st, int64_t cap, int i, int n, pf_range r[2]) {
+  int64_t capl = cap / 64, k = 0, lines = 0;
   r[0] = r[1] = (pf_range){NULL, NULL};
   if (st->cur) {
-    int64_t capl = st->cur_ahead / 64, L = (st->cur_bytes + 63) / 64, lo = L * i / n + capl, hi = L * (i + 1) / n;
+    int64_t L = (st->cur_bytes + 63) / 64, lo = L * i / n + capl, hi = L * (i + 1) / n;
     if (L / n > capl && lo < hi) r[k++] = (pf_range){st->cur + lo * 64, st->cur + hi * 64}, lines += hi - lo;
   }
   if (st->next) {
-    int64_t capl = st->next_ahead / 64, L = (st->next_bytes + 63) / 64, lo, hi;
+    int64_t L = (st->next_bytes + 63) / 64, lo, hi;
     if (L / n > capl) lo = L * i / n, hi = lo + capl;
     else {
       int64_t b = L < capl ? L : capl;
@@ -153,13 +130,13 @@ static int64_t part_lines(const pf_stream *st, int i, int n, pf_range r[2]) {
   return lines;
 }
 
-static void prefetch_part(const pf_stream *st, int i, int n) {
+static void prefetch_part(const pf_stream *st, int64_t cap, int i, int n) {
   pf_at = pf_end = pf_at2 = pf_end2 = NULL;
   pf_lines = 0;
   if (!st) return;
   pf_range r[2], other[2];
-  for (int j = 0; j < n; j++) pf_lines += part_lines(st, j, n, other);   /* kernels take lines / calls per call */
-  part_lines(st, i, n, r);
+  for (int j = 0; j < n; j++) pf_lines += part_lines(st, cap, j, n, other);   /* kernels take lines / calls per call */
+  part_lines(st, cap, i, n, r);
   pf_at = r[0].at, pf_end = r[0].end, pf_at2 = r[1].at, pf_end2 = r[1].end;
 }
 
@@ -204,7 +181,7 @@ static void run_share(temper_pool *p, int j, int *first) {
 /* thread i: its own share, then the others' leftovers */
 static void run_job(temper_pool *p, int i) {
   int first = 1;
-  prefetch_part(&p->pf_job, i, p->n);
+  prefetch_part(&p->pf_job, p->pf_cap, i, p->n);
   for (int k = 0; k < p->n; k++) run_share(p, (i + k) % p->n, &first);
 }
 
@@ -245,7 +222,7 @@ temper_pool *temper_pool_create(int n_threads) {
   temper_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->n = n_threads < 1 ? 1 : n_threads;
-  p->l2 = l2_bytes();
+  p->pf_cap = prefetch_cap();
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   p->threads = calloc((size_t)p->n, sizeof(pthread_t));
@@ -288,7 +265,7 @@ int temper_pool_threads(const temper_pool *p) { return p ? p->n : 1; }
 void temper_parallel_for(temper_pool *p, temper_task_fn fn, void *ctx, int64_t n) {
   if (!p || p->n == 1 || n <= 1) {
     first_begin = 0;
-    prefetch_part(p ? &p->pf_next : NULL, 0, 1);
+    prefetch_part(p ? &p->pf_next : NULL, p ? p->pf_cap : 0, 0, 1);
     if (p) p->pf_next = (pf_stream){0};
     if (n > 0) fn(ctx, 0, n);
     return;

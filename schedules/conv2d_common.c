@@ -15,7 +15,6 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   if (!p->cfg || !space_valid(&c->space, p->cfg))
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d %s: %s", a->v[ATTR_SCHEDULE].s, p->cfg ? "the config is not a valid point of its space" : "no config");
   c->cfg = *p->cfg;
-  c->f->l2_keep = config_l2_keep(&c->space, &c->cfg);
   c->OH = workload_out(&c->w, 2);
   c->OW = workload_out(&c->w, 3);
   c->Cg = c->w.C / c->w.G;

@@ -69,31 +69,6 @@ void config_set_attrs(const task_space *s, const sched_config *c, const conv_lay
   a->config = c;
 }
 
-int64_t config_l2_keep(const task_space *s, const sched_config *c) {
-  const conv_workload *w = &s->w;
-  int64_t Cg = w->C / w->G, ob = cfg_get(s, c, K_OC_BN), in = 4 * w->C * w->H * w->W;
-  switch (c->tmpl) {
-  case TMPL_NCHWC: {
-    if (!conv_split_rows(w)) return 4 * w->R * w->S * Cg * ob + 4 * Cg * w->H * w->W;   /* a block; its group's input */
-    int64_t oh = cfg_get(s, c, K_OH_BN), rows = (oh - 1) * w->sh + (w->R - 1) * w->dh + 1;
-    return 4 * w->K * Cg * w->R * w->S + 4 * w->C * (rows < w->H ? rows : w->H) * w->W;   /* all weights; a row window */
-  }
-  case TMPL_1X1:
-    if (cfg_get(s, c, K_LOOP) == 1) return 4 * w->K * w->C + 4 * w->C * cfg_get(s, c, K_M_BN);
-    return 4 * w->C * ob + in;
-  case TMPL_WINOGRAD: {
-    int64_t v, m2, a2 = (cfg_get(s, c, K_TILE) + 2) * (cfg_get(s, c, K_TILE) + 2);
-    winograd_scratch(s, c, &v, &m2);
-    int64_t keep = 4 * (v + m2);
-    /* several tile blocks on a core read their group's weights each */
-    if (winograd_block(s, c) < winograd_tiles(w, cfg_get(s, c, K_TILE)))
-      keep += 4 * a2 * w->C * w->K / (cfg_get(s, c, K_PAR) == 0 ? cfg_get(s, c, K_OC_SPLIT) : 1);
-    return keep;
-  }
-  default: return 0;   /* depthwise: a channel block's few rows at a time */
-  }
-}
-
 int config_splits_rows(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
   case TMPL_NCHWC: return conv_split_rows(&s->w);

@@ -128,14 +128,6 @@ int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
 int conv_split_rows(const conv_workload *w);
 /* whether a config's kernel splits over rows (for the build's choice) */
 int config_splits_rows(const task_space *s, const struct sched_config *c);
-/* The bytes a kernel of config c reads again and again on one core (per
- * image): what should stay in L2 while the weights of this and the next
- * kernel stream past it (temper_pool_prefetch's keep). Direct templates
- * split over channels: an output-channel block of weights and the input it
- * reads; over rows: all the weights and a row tile's input window; 1×1
- * positions outer: all the weights; Winograd: its V and M tiles, and its
- * group's transformed weights where a core runs several tile blocks. */
-int64_t config_l2_keep(const task_space *s, const struct sched_config *c);
 /* 1 when a conv2d with config c reads an input stored in NCHW<blk>c (blk 0:
  * NCHW) as it is, with no layout transform before it: its own ic_bn; NCHW
  * for the direct templates; for direct templates with one group, any block

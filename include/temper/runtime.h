@@ -24,15 +24,11 @@ int64_t temper_task_first(void);
  * time, as its kernel runs (the loop IR's prefetch_next), so the stream
  * from memory overlaps compute instead of stalling. Each thread fetches
  * what it will read of cur (its n-th, as a kernel split over output
- * channels reads it) a lead ahead — the first lead came with the loop
- * before — then the first lead of its part of next. A lead is what this
- * core's L2 has room for beside what the kernel re-reads (cur_keep,
- * next_keep: bytes, 0 for a kernel that re-reads little), at least
- * 128 KB, at most half of L2 and 512 KB; the lead into next is at most
- * cur's (more evicts what the running kernel reads). Used by one loop;
- * NULLs clear it. */
-void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, int64_t cur_keep, const void *next,
-                          int64_t next_bytes, int64_t next_keep);
+ * channels reads it) a lead ahead — half of this core's L2, at most
+ * 512 KB; the first lead came with the loop before — then the first lead
+ * of its part of next (more evicts what the running kernel reads). Used by
+ * one loop; NULLs clear it. */
+void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes);
 /* Inside fn, for compiled kernels: this thread's part of that data, from
  * *at (where it got to) to *end, and the lines of the whole; a kernel
  * prefetches it inline and hands back where it got to at its return. The

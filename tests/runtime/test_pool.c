@@ -143,7 +143,7 @@ static void test_prefetch_stream(void **state) {
     temper_pool *p = temper_pool_create(t);
     assert_non_null(p);
     stream s = {0};
-    temper_pool_prefetch(p, NULL, 0, 0, region, sizeof region, 0);
+    temper_pool_prefetch(p, NULL, 0, region, sizeof region);
     temper_parallel_for(p, take_state, &s, 64);
     int n = atomic_load(&s.n);
     assert_true(n >= 1 && n <= t);
@@ -191,7 +191,7 @@ static void test_prefetch_stream_slides(void **state) {
   for (int t = 1; t <= 2; t++) {
     temper_pool *p = temper_pool_create(t);
     stream2 s = {0};
-    temper_pool_prefetch(p, cur, W, 0, next, W, 0);
+    temper_pool_prefetch(p, cur, W, next, W);
     temper_parallel_for(p, take_both, &s, 64);
     int n = atomic_load(&s.n);
     assert_true(n >= 1 && n <= t);
@@ -211,52 +211,6 @@ static void test_prefetch_stream_slides(void **state) {
   free(next);
 }
 
-/* the lead follows what the kernels keep in L2: a kernel that keeps more
- * than its L2 fetches 128 KB ahead (and as much of the next kernel's),
- * one that keeps nothing the default lead (half of L2, at most 512 KB);
- * the next kernel's stream starts past what the loop before fetched */
-static void take_lead(temper_pool *p, const char *cur, int64_t cur_keep, const char *next, int64_t next_keep, int64_t *lead,
-                      int64_t *next_lead) {
-  stream2 s = {0};
-  temper_pool_prefetch(p, cur, 64 << 20, cur_keep, next, 64 << 20, next_keep);
-  temper_parallel_for(p, take_both, &s, 64);
-  assert_int_equal(atomic_load(&s.n), 1);
-  *lead = s.at[0] - cur;
-  *next_lead = s.end2[0] - s.at2[0];
-  assert_true(s.at2[0] == next);
-}
-
-static void test_prefetch_lead_follows_keep(void **state) {
-  (void)state;
-  const int64_t W = 64 << 20;
-  char *a = malloc((size_t)W), *b = malloc((size_t)W), *c = malloc((size_t)W);
-  assert_non_null(a);
-  assert_non_null(b);
-  assert_non_null(c);
-  temper_pool *p = temper_pool_create(1);
-  int64_t full, full_next, short_, short_next, chained, chained_next;
-  take_lead(p, a, 0, b, 0, &full, &full_next);
-  assert_true(full >= 64 << 10 && full <= 512 << 10);
-  assert_int_equal(full_next, full);
-  /* a kernel that keeps 1 GB: the shortest lead, on its own stream and the next's */
-  take_lead(p, c, 1LL << 30, a, 0, &short_, &short_next);
-  assert_int_equal(short_, full < 128 << 10 ? full : 128 << 10);
-  assert_int_equal(short_next, short_);
-  /* a follows c: its stream starts where c's loop left it, and it keeps
-   * nothing, so it fetches the default lead of b */
-  take_lead(p, a, 0, b, 0, &chained, &chained_next);
-  assert_int_equal(chained, short_next);
-  assert_int_equal(chained_next, full);
-  /* the next kernel keeping a lot: only that much of it comes ahead */
-  take_lead(p, b, 0, c, 1LL << 30, &chained, &chained_next);
-  assert_int_equal(chained, full);
-  assert_int_equal(chained_next, short_);
-  temper_pool_destroy(p);
-  free(a);
-  free(b);
-  free(c);
-}
-
 static void test_no_pool_runs_inline(void **state) {
   (void)state;
   cover c = {calloc(10, sizeof(atomic_int)), 0};
@@ -271,7 +225,6 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_covers_exactly_once), cmocka_unit_test(test_balances_a_slow_thread),
                                      cmocka_unit_test(test_loops_see_each_other),
                                      cmocka_unit_test(test_prefetch_stream), cmocka_unit_test(test_prefetch_stream_slides),
-                                     cmocka_unit_test(test_prefetch_lead_follows_keep),
                                      cmocka_unit_test(test_no_pool_runs_inline)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

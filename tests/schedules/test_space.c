@@ -226,48 +226,6 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(winograd_block(&sp, &c), 8);
 }
 
-/* what a kernel re-reads on a core, by template and loop order: the room
- * its weight stream leaves in L2 (temper_pool_prefetch) */
-static void test_l2_keep(void **state) {
-  (void)state;
-  task_space sp;
-  sched_config c;
-  char err[256];
-  /* ResNet-50's stage-5 3×3 stride 2 split over channels: a 32-channel
-   * block of weights (9·512·32 floats) and the whole input (512·14·14) */
-  conv_workload s2 = {1, 512, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
-  build_for(&s2, 16, 48 << 10, 1 << 20, &sp);
-  assert_int_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
-  assert_int_equal(config_l2_keep(&sp, &c), 4 * (9 * 512 * 32 + 512 * 14 * 14));
-  /* split over rows (the input outweighs the weights): all the weights and
-   * a row tile's window, 2 rows of 3 for stride 1 and 1 row per tile */
-  conv_workload rows = {1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  build_for(&rows, 16, 48 << 10, 1 << 20, &sp);
-  assert_int_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=7,oh_bn=2,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
-  assert_int_equal(config_l2_keep(&sp, &c), 4 * (64 * 64 * 9 + 64 * 4 * 56));
-  /* 1×1: output-channel blocks outer re-read the input; positions outer
-   * the weights */
-  conv_workload pw = {1, 1024, 14, 14, 256, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
-  build_for(&pw, 16, 48 << 10, 1 << 20, &sp);
-  assert_int_equal(config_parse(&sp, "conv2d_1x1:ic_bn=16,oc_bn=64,m_bn=6,unroll_ic=0,loop=0", &c, err, sizeof err), 0);
-  assert_int_equal(config_l2_keep(&sp, &c), 4 * (1024 * 64 + 1024 * 14 * 14));
-  assert_int_equal(config_parse(&sp, "conv2d_1x1:ic_bn=16,oc_bn=64,m_bn=6,unroll_ic=0,loop=1", &c, err, sizeof err), 0);
-  assert_int_equal(config_l2_keep(&sp, &c), 4 * (1024 * 256 + 1024 * 6));
-  /* Winograd: V and M; with several tile blocks, the weights of a group
-   * too (F(2×2, 3×3): 16 transformed matrices of 256×256) */
-  conv_workload wi = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  build_for(&wi, 16, 48 << 10, 1 << 20, &sp);
-  assert_int_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=0,unroll_c=0,oc_split=2,t_blocks=4", &c, err,
-                                sizeof err), 0);
-  int64_t v, m2;
-  winograd_scratch(&sp, &c, &v, &m2);
-  assert_int_equal(config_l2_keep(&sp, &c), 4 * (v + m2));   /* one block of all 49 tiles */
-  assert_int_equal(config_parse(&sp, "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=0,unroll_c=0,oc_split=2,t_blocks=1", &c, err,
-                                sizeof err), 0);
-  winograd_scratch(&sp, &c, &v, &m2);
-  assert_int_equal(config_l2_keep(&sp, &c), 4 * (v + m2) + 4 * 16 * 256 * 256 / 2);   /* four blocks, half the weights each */
-}
-
 static void test_host_caches(void **state) {
   (void)state;
   int64_t l1d, l2;
@@ -278,7 +236,6 @@ static void test_host_caches(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys_round_trip_and_refuse), cmocka_unit_test(test_knobs_and_layouts),
-                                     cmocka_unit_test(test_defaults_fit_the_machine), cmocka_unit_test(test_l2_keep),
-                                     cmocka_unit_test(test_host_caches)};
+                                     cmocka_unit_test(test_defaults_fit_the_machine), cmocka_unit_test(test_host_caches)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
