@@ -6,8 +6,8 @@
 # "cfg=variant.json" (passed as --config-file) or "none". Prints each
 # round's sum of kernel times in sequence, and each over the first
 # variant's; the profiles stay in $OUT-v<j>-<round>.txt for perlayer.sh.
+N=${N:-6}; R=${R:-15}; OUT=${OUT:-/tmp/prof}   # before common.sh, whose defaults are for processes
 source "$(dirname "$0")/common.sh"
-N=${N:-6}; R=${R:-15}; OUT=${OUT:-/tmp/prof}
 M=$1; shift; V=("$@"); K=${#V[@]}
 [ -f "$M" ] && ((K >= 1)) || { echo "usage: profab.sh MODEL VARIANT..." >&2; exit 2; }
 total() { sed -n 's/.*sum of kernel medians: \([0-9.]*\) ms in sequence.*/\1/p' "$1"; }
