@@ -29,23 +29,24 @@ typedef struct opts {
   const char *out;
 } opts;
 
-typedef struct totals { long networks, runs, kernels, configs, mismatches, errors, crashes, timeouts, ill; double worst; } totals;
+typedef struct totals { long networks, runs, kernels, joined, configs, mismatches, errors, crashes, timeouts, ill; double worst; } totals;
 
 /* one network in every mode; prints a line per problem; a line of counts
- * for the parent ("= kernels configs mismatches errors ill-conditioned worst") */
+ * for the parent ("= kernels joined configs mismatches errors ill-conditioned worst") */
 static int one_network(const opts *o, uint64_t seed, FILE *report) {
   diag d = {0};
   temper_engine *e = NULL;
   if (engine_create(&e, &d)) { fprintf(stderr, "difftest: %s\n", d.msg); return 1; }
   char *text = dt_generate(seed, NULL);
   if (!text) { engine_destroy(e); return 1; }
-  long kernels = 0, configs = 0, mismatches = 0, errors = 0, ill = 0;
+  long kernels = 0, joined = 0, configs = 0, mismatches = 0, errors = 0, ill = 0;
   double worst = 0;
   for (int m = 0; m < DT_MODE_COUNT; m++) {
     dt_result r;
     diag dd = {0};
     temper_status s = dt_check(e, text, NULL, seed, (dt_mode)m, o->threads, &r, &dd);
     kernels += r.n_kernels;
+    joined += r.n_joined;
     configs += r.n_configs;
     ill += r.ill_conditioned;
     if (r.rel_err > worst && !r.mismatch) worst = r.rel_err;
@@ -61,7 +62,7 @@ static int one_network(const opts *o, uint64_t seed, FILE *report) {
     }
     free(r.configs);
   }
-  fprintf(report, "= %ld %ld %ld %ld %ld %.17g\n", kernels, configs, mismatches, errors, ill, worst);
+  fprintf(report, "= %ld %ld %ld %ld %ld %ld %.17g\n", kernels, joined, configs, mismatches, errors, ill, worst);
   fflush(stdout);
   free(text);
   engine_destroy(e);
@@ -69,10 +70,10 @@ static int one_network(const opts *o, uint64_t seed, FILE *report) {
 }
 
 static void add_report(totals *t, const char *line) {
-  long k, c, mm, er, il;
+  long k, j, c, mm, er, il;
   double w;
-  if (sscanf(line, "= %ld %ld %ld %ld %ld %lg", &k, &c, &mm, &er, &il, &w) != 6) return;
-  t->kernels += k, t->configs += c, t->mismatches += mm, t->errors += er, t->ill += il;
+  if (sscanf(line, "= %ld %ld %ld %ld %ld %ld %lg", &k, &j, &c, &mm, &er, &il, &w) != 7) return;
+  t->kernels += k, t->joined += j, t->configs += c, t->mismatches += mm, t->errors += er, t->ill += il;
   if (w > t->worst) t->worst = w;
 }
 
@@ -151,11 +152,11 @@ int main(int argc, char **argv) {
     }
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  printf("difftest: seeds %llu..%llu, %ld networks × %d modes, %ld kernels, %ld random configs, %d thread%s: "
+  printf("difftest: seeds %llu..%llu, %ld networks × %d modes, %ld kernels (%ld depthwise → 1×1 joined), %ld random configs, %d thread%s: "
          "%ld mismatches, %ld errors, %ld crashes, %ld timeouts; worst relative error within tolerance %.2g; %ld ill-conditioned "
          "outputs (within 10× the reference's own movement under rounding); %.0f s\n",
          (unsigned long long)o.seed, (unsigned long long)(o.seed + (uint64_t)o.count - 1), t.networks, DT_MODE_COUNT, t.kernels,
-         t.configs, o.threads, o.threads == 1 ? "" : "s", t.mismatches, t.errors, t.crashes, t.timeouts, t.worst, t.ill,
+         t.joined, t.configs, o.threads, o.threads == 1 ? "" : "s", t.mismatches, t.errors, t.crashes, t.timeouts, t.worst, t.ill,
          (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
   return t.mismatches || t.errors || t.crashes || t.timeouts;
 }

@@ -271,6 +271,13 @@ temper_status simplify(temper_graph *g, diag *d);
 temper_status sink_transposes(temper_graph *g, diag *d);
 temper_status fold_constants(temper_graph *g, diag *d);
 temper_status fuse(temper_graph *g, diag *d);
+/* fuse_with: fuse, then a second step: a group whose output feeds only the
+ * data input of the complex op of the next group joins that group where
+ * join(first group's complex op, second's, ctx) says so — a producer fused
+ * into its consumer (the depthwise conv2d into the 1×1 after it). The
+ * function then holds two complex ops; its template runs both. */
+typedef int (*fuse_join_fn)(const node *producer, const node *consumer, void *ctx);
+temper_status fuse_with(temper_graph *g, fuse_join_fn join, void *ctx, diag *d);
 
 /* Rewrites main's body in topological order: f gets each call/tuple/getitem
  * node and its already-rewritten arguments and returns the replacement

@@ -11,6 +11,10 @@
  *        n is elementwise/broadcast/injective: path and ipdom are at most
  *                                             injective;
  *      never two complex ops in one group, at most 256 nodes per group.
+ *   4. (fuse_with) A group whose one output feeds only the data input of the
+ *      next group's complex op joins that group where the caller's join
+ *      says so: producer and consumer in one kernel, the producer's output
+ *      never written to memory (depthwise → 1×1, see conv2d_dwpw.c).
  *
  *       conv2d                    ┌──── group ────┐
  *         │                       │ conv2d        │
@@ -258,9 +262,46 @@ static int fgraph_build(fgraph *f, arena *s, temper_graph *g) {
   return s->failed ? -1 : 0;
 }
 
+/* step 4: group r's output node (the member with consumers outside it, or
+ * the program's output), -1 if there are several */
+static int group_output(fgraph *f, int r) {
+  int out = -1;
+  for (int i = 0; i < f->n; i++) {
+    if (find(f, i) != r) continue;
+    int outside = i == f->n - 1 || f->barrier[i];
+    for (int j = 0; j < f->n_cons[i]; j++) outside |= find(f, f->cons[i][j]) != r;
+    if (!outside) continue;
+    if (out >= 0) return -1;
+    out = i;
+  }
+  return out;
+}
+
+static void join_producers(fgraph *f, fuse_join_fn join, void *ctx) {
+  for (int i = 0; i < f->n; i++) {
+    node *m1 = f->order[i];
+    if (!f->complex[i] || m1->kind != N_CALL) continue;
+    int r1 = find(f, i);
+    if (f->complex[r1] != 1) continue;
+    int o = group_output(f, r1);
+    if (o < 0 || o == f->n - 1 || f->barrier[o] || f->n_cons[o] != 1) continue;
+    int c = f->cons[o][0], r2 = find(f, c);
+    node *m2 = f->order[c];
+    if (r2 == r1 || f->complex[r2] != 1 || f->master[r2] != c || m2->n_args < 1 || m2->args[0] != f->order[o]) continue;
+    for (int j = 1; j < m2->n_args; j++)
+      if (m2->args[j] == f->order[o]) c = -1;
+    if (c < 0 || f->size[r1] + f->size[r2] > MAX_GROUP || !join(m1, m2, ctx)) continue;
+    f->parent[r1] = r2;   /* r2 keeps its master: the consumer */
+    f->size[r2] += f->size[r1];
+    f->complex[r2] += f->complex[r1];
+  }
+}
+
 /* fuse: needs types; keeps types; every op call of main moves into a
  * function marked Primitive=1 that main calls */
-temper_status fuse(temper_graph *g, diag *d) {
+temper_status fuse(temper_graph *g, diag *d) { return fuse_with(g, NULL, NULL, d); }
+
+temper_status fuse_with(temper_graph *g, fuse_join_fn join, void *ctx, diag *d) {
   arena s = {0};
   fgraph f = {0};
   if (fgraph_build(&f, &s, g)) { arena_free(&s); return diag_fail(d, TEMPER_ENOMEM, "out of memory"); }
@@ -272,6 +313,7 @@ temper_status fuse(temper_graph *g, diag *d) {
   post_dominators(&f);
   for (int i = 0; i < f.n; i++)
     if (f.order[i]->kind == N_CALL && f.order[i]->op >= 0) try_fuse(&f, i, path, seen);
+  if (join) join_producers(&f, join, ctx);
   /* emit groups in order of their output node; other nodes are rebuilt */
   for (int i = 0; i < f.n; i++) {
     node *x = f.order[i];

@@ -119,11 +119,13 @@ static temper_status run_and_compare(temper_engine *e, temper_graph *g, const ch
   exec *x = NULL;
   temper_status s = exec_create(e, g, threads, &x, d);
   if (s) return s;
-  r->n_kernels = 0;
+  r->n_kernels = r->n_joined = 0;
   for (int i = 0; i < x->n_steps; i++) {
     int seen = 0;
     for (int j = 0; j < i && !seen; j++) seen = x->steps[j].k == x->steps[i].k;
     r->n_kernels += !seen;
+    const char *nm = x->steps[i].k->name, *c1 = strstr(nm, "conv2d");
+    r->n_joined += !seen && c1 && strstr(c1 + 1, "conv2d");
   }
   for (int i = 0; i < x->n_inputs; i++) exec_set_input(x, i, input);
   exec_run(x);
@@ -183,7 +185,9 @@ temper_status dt_check(temper_engine *e, const char *text, const char *configs, 
     vals[0] = NULL;   /* the input stays a parameter; the weights are bound */
     s = bind_params(g, vals, d);
   }
-  pipeline_opts o = {.vec = e->target.vec, .choose = choose, .ctx = &c};
+  /* every depthwise → 1×1 pair the fused template can run is joined, as
+   * the build joins only large ones, so the small networks here exercise it */
+  pipeline_opts o = {.vec = e->target.vec, .choose = choose, .ctx = &c, .dw_fusion_all = 1};
   if (!s) s = pipeline_optimize_with(g, &o, d);
   if (!s) {
     r->tolerance = engine_tolerance(g);

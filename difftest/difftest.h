@@ -39,6 +39,7 @@ extern const char *const dt_mode_names[DT_MODE_COUNT];
 
 typedef struct dt_result {
   int n_kernels;      /* kernels the network compiled to */
+  int n_joined;       /* of them, a depthwise conv2d joined with the 1×1 it feeds (conv2d_dwpw.c) */
   int n_configs;      /* conv2d workloads given a config (non-default in the random modes) */
   int mismatch;       /* an output differs from the reference beyond tolerance */
   double rel_err;     /* worst normwise relative error over the outputs held to the tolerance */

@@ -9,7 +9,8 @@
  *                                                             └─ head: global pool → flatten → dense → softmax
  *   and the layers of newer networks: channel shuffles and slices, NHWC
  *   permutes around a bias and GELU or SiLU, a linear layer on every pixel,
- *   squeeze-excite
+ *   squeeze-excite; a depthwise conv2d often followed by a 1×1 (MobileNet's
+ *   project, which the build may fuse with it)
  *
  * Shapes are drawn so every op is valid: kernels 1×1 to 7×7 (non-square
  * too), strides 1–3, dilation 1–2, asymmetric padding, channel counts odd
@@ -157,6 +158,22 @@ static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
   }
 }
 
+/* MobileNet's project: a 1×1 conv2d on a depthwise conv2d's output (the
+ * pair the build may fuse into one kernel, conv2d_dwpw.c) */
+static void gen_project(gen *g, val *x) {
+  x->used = 1;
+  int id = g->next_id++;
+  int64_t K = rand_channels(g);
+  char w[32], sh_[96], cur[32];
+  snprintf(sh_, sizeof sh_, "(%lld, %lld, 1, 1)", (long long)K, (long long)x->C);
+  param(g, w, sizeof w, "w", id, sh_);
+  strbuf_printf(&g->body, "  %%%d = nn.conv2d(%s, %s, channels=%lld, kernel_size=[1, 1]);\n", id, x->name, w, (long long)K);
+  snprintf(cur, sizeof cur, "%%%d", id);
+  val shape = {.rank = 4, .N = x->N, .C = K, .H = x->H, .W = x->W};
+  epilogue(g, cur, sizeof cur, &shape);
+  add_val(g, cur, 4, x->N, K, x->H, x->W);
+}
+
 static int gen_conv(gen *g) {
   val *x = pick4(g);
   int64_t C = x->C, G = 1, K;
@@ -197,6 +214,7 @@ static int gen_conv(gen *g) {
   val shape = {.rank = 4, .N = x->N, .C = K, .H = OH, .W = OW};
   epilogue(g, cur, sizeof cur, &shape);
   add_val(g, cur, 4, x->N, K, OH, OW);
+  if (G == C && K == C && C > 1 && chance(g, 50)) gen_project(g, &g->v[g->n - 1]);
   return 0;
 }
 

@@ -171,7 +171,7 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     prim p;
     conv_workload w;
     if (!sched_prepare(prims[i], &p, d)) {
-      k->flops = engine_flops(p.master);
+      k->flops = engine_flops(p.master) + (p.pre ? engine_flops(p.pre) : 0);
       if (p.master && op_is_conv(p.master->op) && !workload_of(p.master, &w)) workload_key(&w, k->workload, sizeof k->workload);
     }
     s = d->status ? d->status : engine_lower_one(prims[i], e->target.vec, k->name, &todo[n_todo], d);

@@ -116,8 +116,16 @@ typedef struct pipeline_opts {
   sched_chooser choose;     /* NULL: defaults everywhere */
   void *ctx;
   int block_inputs;         /* test hook: convs read blocked input even from an NCHW producer */
+  int no_dw_fusion;         /* keep each depthwise conv2d apart from the 1×1 it feeds */
+  int dw_fusion_all;        /* test hook: join every pair the template can run, whatever its size */
 } pipeline_opts;
 temper_status pipeline_optimize(temper_graph *g, int vec, diag *d);
 temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, diag *d);
 temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d);
+/* fuse_with's join for the pipeline: a depthwise conv2d joins the 1×1
+ * stride-1 conv2d it feeds (one kernel, schedules/conv2d_dwpw.c) where their
+ * configs read the depthwise's output block as it is and the joined kernel
+ * pays: its output is large enough that the round trip leaves L2
+ * (docs/design.md, "depthwise into the 1×1") */
+int layout_join_dw(const node *producer, const node *consumer, void *ctx);   /* ctx: the pipeline_opts */
 #endif

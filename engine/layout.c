@@ -234,3 +234,26 @@ temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d) {
   free(a.memo);
   return s;
 }
+
+enum { DW_ROW_MAX_BYTES = 64 << 10 };   /* the joined kernel's row of depthwise output: L1/L2-resident */
+
+int layout_join_dw(const node *a, const node *b, void *ctx) {
+  const pipeline_opts *o = ctx;
+  const sched_config *ca = a->attrs->config, *cb = b->attrs->config;
+  conv_workload wa, wb;
+  if (a->op != OP_CONV2D || b->op != OP_CONV2D || !ca || !cb || ca->tmpl != TMPL_DEPTHWISE || cb->tmpl != TMPL_1X1 ||
+      workload_of(a, &wa) || workload_of(b, &wb))
+    return 0;
+  if (wb.R != 1 || wb.S != 1 || wb.sh != 1 || wb.sw != 1 || wb.pt || wb.pl || wb.pb || wb.pr || wb.G != 1) return 0;
+  int64_t out_blk = layout_block(a->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), in_blk = layout_block(b->attrs->v[ATTR_DATA_LAYOUT].s, 'c'),
+          ki = layout_block(b->attrs->v[ATTR_KERNEL_LAYOUT].s, 'i');
+  if (!out_blk || in_blk != out_blk || !ki || in_blk % ki) return 0;
+  /* joined where the depthwise output, one image, would not stay in L2
+   * between the two kernels (more than half of it): there the round trip
+   * costs; below, the 1×1 apart reads it from L2 and its own schedule
+   * (whole-image loops, weights read once) wins (bench/RESULTS.md,
+   * "depthwise into the 1×1") */
+  int64_t l1, l2;
+  space_caches(&l1, &l2);
+  return wa.K * wb.W * 4 <= DW_ROW_MAX_BYTES && ((o && o->dw_fusion_all) || wa.K * wb.H * wb.W * 4 > l2 / 2);
+}

@@ -30,7 +30,7 @@ temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, di
   STEP("fold", fold_constants(g, d));
   STEP("layout", layout_alter(g, o, d));
   STEP("fold", fold_constants(g, d));
-  STEP("fuse", fuse(g, d));
+  STEP("fuse", o->no_dw_fusion ? fuse(g, d) : fuse_with(g, layout_join_dw, (void *)o, d));
   return TEMPER_OK;
 }
 

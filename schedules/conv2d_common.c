@@ -84,6 +84,12 @@ void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh
   lexpr *coord[5] = {n, kb, oh, ow, CI(c, (int64_t)j * c->lanes)};
   epi e = {.p = c->p, .master_val = lx_slot(f, acc), .lane_axis = 4, .lanes = c->lanes, .limit = conv_lane_limit(c, j), .d = c->d};
   const node *b = c->p->fn->body;
+  if (c->to_row) {
+    lexpr *v = epi_eval(&e, c->row_node, coord);
+    lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, kb, CI(c, c->OW)), ow), CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
+    ls_add(f, blk, ls_store(f, c->row_buf, idx, v, 1, e.limit));
+    return;
+  }
   if (c->y_nchw) {   /* the epilogue ends in NCHW<ob>c → NCHW: one strided store */
     lexpr *v = epi_eval(&e, b->args[0], coord);
     lexpr *ch = lx_add(f, lx_add(f, lx_mul(f, kb, CI(c, c->ob)), CI(c, (int64_t)j * c->lanes)), lx_mul(f, n, CI(c, c->w.K)));

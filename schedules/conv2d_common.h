@@ -24,6 +24,11 @@ typedef struct conv_ctx {
   int tail;                 /* lanes of the block's last vector where lanes does not divide ob (24 = 16 + 8), else 0 */
   int xb, wb;               /* buffer ids */
   int64_t pf_calls;         /* how often the template's prefetch_next runs in the kernel */
+  int to_row;               /* conv_store writes the value of row_node into local buffer
+                             * row_buf, one output row [KB][OW][ob], instead of the output
+                             * (a producer's row in conv2d_dwpw.c) */
+  int row_buf;
+  const node *row_node;
   diag *d;
 } conv_ctx;
 
@@ -56,4 +61,7 @@ void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n);
  * tile's reduction walks. Blocked input only. */
 void conv_prefetch_span(conv_ctx *c, lstmt *body, lexpr *cond, lexpr *n, lexpr *pos, int64_t span);
 lexpr *conv_clamp(conv_ctx *c, lexpr *v, int64_t hi);
+/* conv2d_depthwise.c: output row (n, cb, oh) of a depthwise conv2d by its
+ * config, stored by conv_store */
+void dw_emit_row(conv_ctx *c, lstmt *blk, lexpr *n, lexpr *cb, lexpr *oh);
 #endif

@@ -133,20 +133,56 @@ static void tile(dw *k, lstmt *blk, lexpr *ow0, int own) {
       conv_store(c, blk, acc[t * c->nv + j], CV(c, k->v_n), CV(c, k->v_cb), CV(c, k->v_oh), lx_add(f, ow0, CI(c, t)), j);
 }
 
-temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d) {
-  conv_ctx c;
-  temper_status s = conv_ctx_init(&c, p, vec, d);
-  if (s) return s;
-  lfunc *f = c.f;
-  const conv_workload *w = &c.w;
-  dw k = {.c = &c, .ow_bn = cfg_get(&c.space, &c.cfg, K_OW_BN), .unroll = cfg_get(&c.space, &c.cfg, K_UNROLL_KW)};
-  int64_t par = cfg_get(&c.space, &c.cfg, K_PAR);
+static dw dw_init(conv_ctx *c) {
+  lfunc *f = c->f;
+  dw k = {.c = c, .ow_bn = cfg_get(&c->space, &c->cfg, K_OW_BN), .unroll = cfg_get(&c->space, &c->cfg, K_UNROLL_KW)};
   k.v_n = lf_var(f, "n");
   k.v_cb = lf_var(f, "cb");
   k.v_oh = lf_var(f, "oh");
   k.v_ih0 = lf_var(f, "ih0");
   k.v_rlo = lf_var(f, "r_lo");
   k.v_rext = lf_var(f, "r_ext");
+  return k;
+}
+
+/* output row (n, cb, oh): its kernel rows clipped to the input, then its
+ * tiles of ow_bn columns */
+static void row(dw *k, lstmt *blk) {
+  conv_ctx *c = k->c;
+  lfunc *f = c->f;
+  const conv_workload *w = &c->w;
+  /* rows r with 0 <= ih0 + r*dh < H */
+  ls_add(f, blk, ls_let(f, k->v_ih0, lx_bin(f, LO_SUB, lx_mul(f, CV(c, k->v_oh), CI(c, w->sh)), CI(c, w->pt))));
+  lexpr *rlo = lx_bin(f, LO_MAX, CI(c, 0), lx_bin(f, LO_DIV, lx_add(f, lx_bin(f, LO_SUB, CI(c, 0), CV(c, k->v_ih0)), CI(c, w->dh - 1)), CI(c, w->dh)));
+  lexpr *rhi = lx_bin(f, LO_MIN, CI(c, w->R), lx_bin(f, LO_DIV, lx_add(f, lx_bin(f, LO_SUB, CI(c, w->H), CV(c, k->v_ih0)), CI(c, w->dh - 1)), CI(c, w->dh)));
+  ls_add(f, blk, ls_let(f, k->v_rlo, rlo));
+  ls_add(f, blk, ls_let(f, k->v_rext, lx_bin(f, LO_MAX, CI(c, 0), lx_bin(f, LO_SUB, rhi, CV(c, k->v_rlo)))));
+  int64_t full = c->OW / k->ow_bn, rem = c->OW % k->ow_bn;
+  if (full == 1) tile(k, blk, CI(c, 0), (int)k->ow_bn);
+  else if (full > 1) {
+    int vo = lf_var(f, "owt");
+    lstmt *lo = ls_add(f, blk, ls_for(f, vo, CI(c, 0), CI(c, full), LOOP_SERIAL));
+    tile(k, lo, lx_mul(f, CV(c, vo), CI(c, k->ow_bn)), (int)k->ow_bn);
+  }
+  if (rem) tile(k, blk, CI(c, full * k->ow_bn), (int)rem);
+}
+
+void dw_emit_row(conv_ctx *c, lstmt *blk, lexpr *n, lexpr *cb, lexpr *oh) {
+  dw k = dw_init(c);
+  ls_add(c->f, blk, ls_let(c->f, k.v_n, n));
+  ls_add(c->f, blk, ls_let(c->f, k.v_cb, cb));
+  ls_add(c->f, blk, ls_let(c->f, k.v_oh, oh));
+  row(&k, blk);
+}
+
+temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d) {
+  conv_ctx c;
+  temper_status s = conv_ctx_init(&c, p, vec, d);
+  if (s) return s;
+  lfunc *f = c.f;
+  const conv_workload *w = &c.w;
+  dw k = dw_init(&c);
+  int64_t par = cfg_get(&c.space, &c.cfg, K_PAR);
   lstmt *blk;
   if (par == 0) {
     int vt = lf_var(f, "n_cb_oh");
@@ -161,19 +197,6 @@ temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d) {
     ls_add(f, lt, ls_let(f, k.v_cb, lx_bin(f, LO_MOD, CV(&c, vt), CI(&c, c.KB))));
     blk = ls_add(f, lt, ls_for(f, k.v_oh, CI(&c, 0), CI(&c, c.OH), LOOP_SERIAL));
   }
-  /* rows r with 0 <= ih0 + r*dh < H */
-  ls_add(f, blk, ls_let(f, k.v_ih0, lx_bin(f, LO_SUB, lx_mul(f, CV(&c, k.v_oh), CI(&c, w->sh)), CI(&c, w->pt))));
-  lexpr *rlo = lx_bin(f, LO_MAX, CI(&c, 0), lx_bin(f, LO_DIV, lx_add(f, lx_bin(f, LO_SUB, CI(&c, 0), CV(&c, k.v_ih0)), CI(&c, w->dh - 1)), CI(&c, w->dh)));
-  lexpr *rhi = lx_bin(f, LO_MIN, CI(&c, w->R), lx_bin(f, LO_DIV, lx_add(f, lx_bin(f, LO_SUB, CI(&c, w->H), CV(&c, k.v_ih0)), CI(&c, w->dh - 1)), CI(&c, w->dh)));
-  ls_add(f, blk, ls_let(f, k.v_rlo, rlo));
-  ls_add(f, blk, ls_let(f, k.v_rext, lx_bin(f, LO_MAX, CI(&c, 0), lx_bin(f, LO_SUB, rhi, CV(&c, k.v_rlo)))));
-  int64_t full = c.OW / k.ow_bn, rem = c.OW % k.ow_bn;
-  if (full == 1) tile(&k, blk, CI(&c, 0), (int)k.ow_bn);
-  else if (full > 1) {
-    int vo = lf_var(f, "owt");
-    lstmt *lo = ls_add(f, blk, ls_for(f, vo, CI(&c, 0), CI(&c, full), LOOP_SERIAL));
-    tile(&k, lo, lx_mul(f, CV(&c, vo), CI(&c, k.ow_bn)), (int)k.ow_bn);
-  }
-  if (rem) tile(&k, blk, CI(&c, full * k.ow_bn), (int)rem);
+  row(&k, blk);
   return d->status;
 }

@@ -290,10 +290,17 @@ temper_status sched_prepare(const node *fn, prim *p, diag *d) {
     if (x->kind != N_CALL || x->op < 0) continue;
     int pat = ops_table[x->op].pat;
     if (pat < PAT_COMM_REDUCE) continue;
+    if (first && !p->pre && op_is_conv(first->op) && x->op == OP_CONV2D && x->args[0]->kind == N_CALL) {
+      p->pre = first;   /* a producer fused into its consumer: checked by the template */
+      first = x;
+      continue;
+    }
     if (first) {
       s = diag_error(d, x->loc, "two complicated ops in one primitive function: %s at %d:%d and %s at %d:%d; "
-                     "a primitive function holds one (run fuse on the unfused program instead)",
-                     ir_op_name(first), first->loc.line, first->loc.col, ir_op_name(x), x->loc.line, x->loc.col);
+                     "a primitive function holds one, or a conv2d and the conv2d it feeds (run fuse on the unfused "
+                     "program instead)",
+                     p->pre ? ir_op_name(p->pre) : ir_op_name(first), p->pre ? p->pre->loc.line : first->loc.line,
+                     p->pre ? p->pre->loc.col : first->loc.col, ir_op_name(x), x->loc.line, x->loc.col);
       break;
     }
     first = x;
@@ -337,7 +344,9 @@ temper_status sched_lower_as(const node *fn, int vec, const sched_config *cfg, c
     lf_buf(p.f, bname, shape_numel(&fn->params[i]->ty.shape));
   }
   p.out_buf = lf_buf(p.f, "out", shape_numel(&fn->body->ty.shape));
-  if (cfg) s = conv_templates[cfg->tmpl](&p, vec, d);
+  if (cfg && p.pre) s = sched_conv2d_dwpw(&p, vec, d);
+  else if (p.pre) s = diag_error(d, m->loc, "%s fed by %s in one function needs the schedules of both", ir_op_name(m), ir_op_name(p.pre));
+  else if (cfg) s = conv_templates[cfg->tmpl](&p, vec, d);
   else if (m && m->op == OP_CONV2D_WINOGRAD) s = diag_error(d, m->loc, "%s needs a conv2d_winograd schedule", ir_op_name(m));
   else if (m && m->op == OP_DENSE) s = sched_dense(&p, vec, d);
   else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);

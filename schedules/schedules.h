@@ -14,13 +14,18 @@
 struct sched_config;
 typedef struct prim {
   const node *fn;       /* the N_FUNC, Primitive=1 */
-  const node *master;   /* its one complex or opaque op, or NULL */
+  const node *master;   /* its one complex or opaque op, or NULL; of a
+                         * producer-consumer pair, the consumer */
+  const node *pre;      /* the producer of such a pair (a depthwise conv2d
+                         * whose value, through its epilogue, is the
+                         * master's data input), or NULL */
   const struct sched_config *cfg;   /* a conv2d master's config, or NULL */
   lfunc *f;
   int out_buf;          /* buffer id of the output */
 } prim;
 
-/* Finds the master op; refuses two complex ops naming both. */
+/* Finds the master op; refuses two complex ops naming both, but for a
+ * conv2d feeding the data input of a conv2d (fuse_with's pair). */
 temper_status sched_prepare(const node *fn, prim *p, diag *d);
 /* Lowers a primitive function for the target's vector width: a conv2d
  * master by the template of its config cfg (conv_templates below), any
@@ -55,6 +60,8 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d);
 temper_status sched_conv2d_1x1(prim *p, int vec, diag *d);
 temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d);
 temper_status sched_conv2d_winograd(prim *p, int vec, diag *d);
+/* a depthwise conv2d and the 1×1 conv2d it feeds, one output row at a time */
+temper_status sched_conv2d_dwpw(prim *p, int vec, diag *d);
 /* the conv2d templates by id (ORDER TMPL of space.h) */
 typedef temper_status (*conv_template_fn)(prim *p, int vec, diag *d);
 extern const conv_template_fn conv_templates[];

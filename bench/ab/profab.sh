@@ -3,7 +3,8 @@
 # Per-kernel side by side: rounds of `temper run MODEL --no-pretuned
 # --profile`, one per variant, the order rotated every round. A variant is
 # environment assignments and/or a config file, e.g. "VAR=1" or
-# "cfg=variant.json" (passed as --config-file) or "none". Prints each
+# "cfg=variant.json" (passed as --config-file), a `temper run` option
+# ("--no-fuse-depthwise") or "none". Prints each
 # round's sum of kernel times in sequence, and each over the first
 # variant's; the profiles stay in $OUT-v<j>-<round>.txt for perlayer.sh.
 N=${N:-6}; R=${R:-15}; OUT=${OUT:-/tmp/prof}   # before common.sh, whose defaults are for processes
@@ -15,7 +16,7 @@ for ((i = 0; i < N; i++)); do
   for ((s = 0; s < K; s++)); do
     j=$(((s + i) % K)); envs=(); opts=()
     for w in ${V[$j]}; do
-      case $w in cfg=*) opts+=(--config-file "${w#cfg=}") ;; none) ;; *) envs+=("$w") ;; esac
+      case $w in cfg=*) opts+=(--config-file "${w#cfg=}") ;; --*) opts+=("$w") ;; none) ;; *) envs+=("$w") ;; esac
     done
     env "${envs[@]}" "$TEMPER" run "$M" --no-pretuned "${opts[@]}" --profile --repeat $R --threads $T > "$OUT-v$j-$i.txt" 2>&1
   done

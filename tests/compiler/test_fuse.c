@@ -137,6 +137,67 @@ static void test_fuse_joined_group_stays_elementwise(void **state) {
   temper_graph_destroy(g);
 }
 
+static int joins;
+static int join_yes(const node *a, const node *b, void *ctx) {
+  joins++;
+  return a->op == OP_CONV2D && b->op == OP_CONV2D && *(int *)ctx;
+}
+
+/* primitive functions in the fused program, and those holding two conv2d */
+static void count_functions(temper_graph *g, int *fns, int *pairs) {
+  char *p = temper_graph_print(g);
+  *fns = *pairs = 0;
+  for (char *q = p; (q = strstr(q, "Primitive=1")); q++) {
+    char *end = strstr(q, "};"), *c1 = strstr(q, "nn.conv2d(");
+    (*fns)++;
+    *pairs += c1 && c1 < end && strstr(c1 + 1, "nn.conv2d(") && strstr(c1 + 1, "nn.conv2d(") < end;
+  }
+  free(p);
+}
+
+/* fuse_with: a group whose one output feeds only the data input of the next
+ * group's conv2d joins it where the caller says so; never where that output
+ * has another consumer (asked nothing then) */
+static void test_fuse_with_joins_producer(void **state) {
+  (void)state;
+  static const char *text =
+      "def @main(%x: Tensor[(1, 8, 6, 6), float32], %w: Tensor[(8, 1, 3, 3), float32], %w2: Tensor[(4, 8, 1, 1), float32],\n"
+      "          %b: Tensor[(8, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], groups=8);\n"
+      "  %1 = add(%0, %b);\n"
+      "  %2 = clip(%1, a_min=0f, a_max=6f);\n"
+      "  %3 = nn.conv2d(%2, %w2);\n"
+      "  nn.relu(%3)\n}\n";
+  for (int yes = 0; yes <= 1; yes++) {
+    temper_graph *g = parse_ok(text);
+    diag d = {0};
+    joins = 0;
+    assert_int_equal(typeinfer(g, &d), TEMPER_OK);
+    assert_int_equal(fuse_with(g, join_yes, &yes, &d), TEMPER_OK);
+    int fns, pairs;
+    count_functions(g, &fns, &pairs);
+    assert_int_equal(joins, 1);
+    assert_int_equal(fns, yes ? 1 : 2);
+    assert_int_equal(pairs, yes);
+    temper_graph_destroy(g);
+  }
+  /* the clipped value also leaves the program: two consumers, no join */
+  temper_graph *g = parse_ok("def @main(%x: Tensor[(1, 8, 6, 6), float32], %w: Tensor[(8, 1, 3, 3), float32], %w2: Tensor[(8, 8, 1, 1), float32]) {\n"
+                             "  %0 = nn.conv2d(%x, %w, padding=[1, 1, 1, 1], groups=8);\n"
+                             "  %1 = clip(%0, a_min=0f, a_max=6f);\n"
+                             "  %2 = nn.conv2d(%1, %w2);\n"
+                             "  add(%2, %1)\n}\n");
+  diag d = {0};
+  int yes = 1, fns, pairs;
+  joins = 0;
+  assert_int_equal(typeinfer(g, &d), TEMPER_OK);
+  assert_int_equal(fuse_with(g, join_yes, &yes, &d), TEMPER_OK);
+  count_functions(g, &fns, &pairs);
+  assert_int_equal(joins, 0);
+  assert_int_equal(pairs, 0);
+  temper_graph_destroy(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fuse_conv_bias_relu),
@@ -146,6 +207,7 @@ int main(void) {
       cmocka_unit_test(test_fuse_two_convs_meet),
       cmocka_unit_test(test_fuse_injective_and_opaque),
       cmocka_unit_test(test_fuse_joined_group_stays_elementwise),
+      cmocka_unit_test(test_fuse_with_joins_producer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

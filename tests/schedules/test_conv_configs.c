@@ -486,6 +486,81 @@ static void test_reads_producer_blocks(void **state) {
   }
 }
 
+/* functions of the optimized program holding two conv2d (a depthwise
+ * joined with the 1×1 it feeds) */
+static int count_joined(const char *text, const pipeline_opts *o) {
+  temper_graph *g = parse_ok(text);
+  diag d = {0};
+  assert_int_equal(pipeline_optimize_with(g, o, &d), TEMPER_OK);
+  char *p = print_graph(g);
+  int k = 0;
+  for (char *q = p; (q = strstr(q, "Primitive=1")); q++) {
+    char *end = strstr(q, "};"), *c1 = strstr(q, "nn.conv2d(");
+    k += c1 && c1 < end && strstr(c1 + 1, "nn.conv2d(") && strstr(c1 + 1, "nn.conv2d(") < end;
+  }
+  free(p);
+  temper_graph_destroy(g);
+  return k;
+}
+
+/* A depthwise conv2d joined with the 1×1 it feeds (conv2d_dwpw.c) computes
+ * what the reference does, at one and two threads: row tiles with a
+ * remainder, unroll_kw on and off, kernels 3×3 and 5×5, stride 2, a 1×1
+ * reading part of each stored block (ic_bn 8 of 16), output blocks ending
+ * in part of a vector (24 = 16 + 8), a batch of 2, NCHW and blocked output;
+ * where the depthwise output also feeds something else, or the join says
+ * no, the two stay apart and still match. */
+static void test_dw_into_1x1_matches_reference(void **state) {
+  (void)state;
+  static const struct {
+    int N, C, H, W, R, st, K, pool, also, all, joined;
+    const char *dw, *pw;
+  } cases[] = {
+      {1, 32, 14, 13, 3, 1, 24, 0, 0, 1, 1, "conv2d_depthwise:c_bn=16,ow_bn=12,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=16,oc_bn=24,m_bn=5,unroll_ic=0,loop=1"},
+      {1, 48, 13, 13, 3, 2, 32, 1, 0, 1, 1, "conv2d_depthwise:c_bn=16,ow_bn=3,unroll_kw=0,par=1",
+       "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=7,unroll_ic=1,loop=0"},
+      {2, 32, 9, 9, 5, 1, 16, 0, 0, 1, 1, "conv2d_depthwise:c_bn=32,ow_bn=4,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=32,oc_bn=16,m_bn=28,unroll_ic=1,loop=1"},
+      /* the depthwise output also read by the residual add: apart */
+      {1, 32, 14, 13, 3, 1, 32, 0, 1, 1, 0, "conv2d_depthwise:c_bn=16,ow_bn=12,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=14,unroll_ic=0,loop=1"},
+      /* small: the build's rule keeps them apart */
+      {1, 32, 14, 13, 3, 1, 24, 0, 0, 0, 0, "conv2d_depthwise:c_bn=16,ow_bn=12,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=16,oc_bn=24,m_bn=5,unroll_ic=0,loop=1"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (part >= 0 && (int)(i % 2) != part) continue;
+    int N = cases[i].N, C = cases[i].C, K = cases[i].K, R = cases[i].R, st = cases[i].st, pad = R / 2;
+    conv_workload wa = {N, C, cases[i].H, cases[i].W, C, R, R, st, st, pad, pad, pad, pad, 1, 1, C};
+    int64_t OH = workload_out(&wa, 2), OW = workload_out(&wa, 3);
+    conv_workload wb = {N, C, OH, OW, K, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    task_space sa, sb;
+    space_build(&wa, engine->target.vec, &sa);
+    space_build(&wb, engine->target.vec, &sb);
+    char ka[256], kb[256], err[512];
+    workload_key(&wa, ka, sizeof ka);
+    workload_key(&wb, kb, sizeof kb);
+    fixed2 fx = {{ka, {0}}, {kb, {0}}};
+    if (config_parse(&sa, cases[i].dw, &fx.a.cfg, err, sizeof err) || config_parse(&sb, cases[i].pw, &fx.b.cfg, err, sizeof err))
+      fail_msg("case %zu: %s", i, err);
+    pipeline_opts o = {.vec = engine->target.vec, .choose = choose_two, .ctx = &fx, .dw_fusion_all = cases[i].all};
+    char text[2048], res[128] = "";
+    if (cases[i].also) snprintf(res, sizeof res, "  %%6 = add(%%5, %%2);\n");
+    else snprintf(res, sizeof res, "  %%6 = add(%%5, %%r);\n");
+    snprintf(text, sizeof text,
+             "def @main(%%x: Tensor[(%d, %d, %d, %d), float32], %%w: Tensor[(%d, 1, %d, %d), float32], %%b: Tensor[(%d, 1, 1), float32], "
+             "%%w2: Tensor[(%d, %d, 1, 1), float32], %%b2: Tensor[(%d, 1, 1), float32], %%r: Tensor[(%d, %d, %lld, %lld), float32]) {\n"
+             "  %%0 = nn.conv2d(%%x, %%w, strides=[%d, %d], padding=[%d, %d, %d, %d], groups=%d);\n"
+             "  %%1 = add(%%0, %%b);\n  %%2 = clip(%%1, a_min=0f, a_max=6f);\n"
+             "  %%3 = nn.conv2d(%%2, %%w2);\n  %%5 = add(%%3, %%b2);\n%s  %s\n}\n",
+             N, C, cases[i].H, cases[i].W, C, R, R, C, K, C, K, N, K, (long long)OH, (long long)OW, st, st, pad, pad, pad, pad, C, res,
+             cases[i].pool ? "nn.max_pool2d(%6)" : "%6");
+    assert_int_equal(count_joined(text, &o), cases[i].joined);
+    for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, 1e-4);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) part = atoi(argv[1]);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_space_round_trips), cmocka_unit_test(test_appended_knob_keeps_records),
@@ -493,6 +568,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(test_added_block_keeps_records),
                                      cmocka_unit_test(test_partial_vector_blocks_match_reference),
                                      cmocka_unit_test(test_reads_producer_blocks),
+                                     cmocka_unit_test(test_dw_into_1x1_matches_reference),
                                      cmocka_unit_test(test_random_configs_match_reference)};
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
