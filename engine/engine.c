@@ -88,20 +88,10 @@ temper_status engine_lower_one(const node *fn, int vec, const char *name, lfunc 
   prim p;
   temper_status s = sched_prepare(fn, &p, d);
   if (s) return s;
-  const node *m = p.master;
-  const sched_config *cfg = m && op_is_conv(m->op) ? m->attrs->config : NULL;
   sched_config parsed;
-  if (m && op_is_conv(m->op) && !cfg && m->attrs->v[ATTR_SCHEDULE].s[0]) {
-    /* a fused program written by hand: its schedule text enters here */
-    conv_workload w;
-    task_space sp;
-    char err[512];
-    if (workload_of(m, &w)) return diag_error(d, m->loc, "%s: not a conv2d workload", ir_op_name(m));
-    space_build(&w, vec, &sp);
-    if (config_parse(&sp, m->attrs->v[ATTR_SCHEDULE].s, &parsed, err, sizeof err))
-      return diag_error(d, m->loc, "%s schedule \"%s\": %s", ir_op_name(m), m->attrs->v[ATTR_SCHEDULE].s, err);
-    cfg = &parsed;
-  }
+  const sched_config *cfg;
+  s = sched_config_of(p.master, vec, &parsed, &cfg, d);
+  if (s) return s;
   return sched_lower(fn, vec, cfg, name, out, d);
 }
 

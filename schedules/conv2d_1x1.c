@@ -53,30 +53,7 @@ static void tile(conv_ctx *c, lstmt *blk, int v_n, int v_kb, lexpr *m0, int mn, 
   if (r > 1) xb0 = lx_add(f, xb0, lx_mul(f, lx_bin(f, LO_MOD, CV(c, vb), CI(c, r)), CI(c, c->ib)));
   ls_add(f, lb, ls_let(f, vxb, xb0));
   ls_add(f, lb, ls_let(f, vwb, lx_mul(f, lx_add(f, lx_mul(f, CV(c, v_kb), CI(c, c->CB)), CV(c, vb)), CI(c, c->ib * c->ob))));
-  int64_t copies = unroll_ic ? c->ib : 1;
-  lstmt *li = lb;
-  int vi = -1;
-  if (!unroll_ic) {
-    vi = lf_var(f, "ic");
-    li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
-  }
-  for (int64_t u = 0; u < copies; u++) {
-    lexpr *ic = unroll_ic ? CI(c, u) : CV(c, vi);
-    int ws[4];
-    for (int j = 0; j < c->nv; j++) {
-      ws[j] = lf_slot(f, c->lanes);
-      ls_add(f, li, ls_decl(f, ws[j], conv_weight_vec(c, lx_add(f, CV(c, vwb), lx_mul(f, ic, CI(c, c->ob))), j)));
-    }
-    for (int t = 0; t < mn; t++) {
-      int xs = lf_slot(f, 1);
-      lexpr *icoff = c->x_nchw ? lx_mul(f, ic, CI(c, w->H * w->W)) : ic;
-      ls_add(f, li, ls_decl(f, xs, lx_load(f, c->xb, lx_add(f, lx_add(f, CV(c, vxb), CV(c, off[t])), icoff), 1, 1, NULL)));
-      for (int j = 0; j < c->nv; j++) {
-        int a = acc[t * c->nv + j];
-        ls_add(f, li, ls_set(f, a, lx_fma(f, lx_slot(f, xs), lx_slot(f, ws[j]), lx_slot(f, a))));
-      }
-    }
-  }
+  conv_1x1_block(c, lb, c->xb, vxb, vwb, mn, off, 0, c->x_nchw ? w->H * w->W : 1, unroll_ic, acc);
   for (int t = 0; t < mn; t++)
     for (int j = 0; j < c->nv; j++) conv_store(c, blk, acc[t * c->nv + j], CV(c, v_n), CV(c, v_kb), CV(c, oh[t]), CV(c, ow[t]), j);
 }

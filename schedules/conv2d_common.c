@@ -79,6 +79,36 @@ lexpr *conv_weight_vec(conv_ctx *c, lexpr *wi, int j) {
   return lx_load(c->f, c->wb, lx_add(c->f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, conv_lane_limit(c, j));
 }
 
+void conv_1x1_block(conv_ctx *c, lstmt *lb, int xbuf, int vxb, int vwb, int mn, const int *off_var, int64_t off_step,
+                    int64_t ic_stride, int unroll_ic, const int *acc) {
+  lfunc *f = c->f;
+  int64_t copies = unroll_ic ? c->ib : 1;
+  lstmt *li = lb;
+  int vi = -1;
+  if (!unroll_ic) {
+    vi = lf_var(f, "ic");
+    li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
+  }
+  for (int64_t u = 0; u < copies; u++) {
+    lexpr *ic = unroll_ic ? CI(c, u) : CV(c, vi);
+    int ws[4];
+    for (int j = 0; j < c->nv; j++) {
+      ws[j] = lf_slot(f, c->lanes);
+      ls_add(f, li, ls_decl(f, ws[j], conv_weight_vec(c, lx_add(f, CV(c, vwb), lx_mul(f, ic, CI(c, c->ob))), j)));
+    }
+    for (int t = 0; t < mn; t++) {
+      int xs = lf_slot(f, 1);
+      lexpr *off = off_var ? CV(c, off_var[t]) : CI(c, t * off_step);
+      lexpr *icoff = ic_stride == 1 ? ic : lx_mul(f, ic, CI(c, ic_stride));
+      ls_add(f, li, ls_decl(f, xs, lx_load(f, xbuf, lx_add(f, lx_add(f, CV(c, vxb), off), icoff), 1, 1, NULL)));
+      for (int j = 0; j < c->nv; j++) {
+        int a = acc[t * c->nv + j];
+        ls_add(f, li, ls_set(f, a, lx_fma(f, lx_slot(f, xs), lx_slot(f, ws[j]), lx_slot(f, a))));
+      }
+    }
+  }
+}
+
 void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow, int j) {
   lfunc *f = c->f;
   lexpr *coord[5] = {n, kb, oh, ow, CI(c, (int64_t)j * c->lanes)};

@@ -61,6 +61,15 @@ void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n);
  * tile's reduction walks. Blocked input only. */
 void conv_prefetch_span(conv_ctx *c, lstmt *body, lexpr *cond, lexpr *n, lexpr *pos, int64_t span);
 lexpr *conv_clamp(conv_ctx *c, lexpr *v, int64_t hi);
+/* One input channel block of a 1×1 tile of mn positions, in loop body lb:
+ * for ic < ib (unrolled when unroll_ic)
+ *   w[j] = W[wbase + ic·ob + j·lanes]
+ *   acc[t·nv + j] += bcast(x[xbase + off(t) + ic·ic_stride]) · w[j]
+ * reading buffer xbuf (the input, or conv2d_dwpw.c's row). wbase and xbase
+ * are variables; off(t) is variable off_var[t] where off_var is given, else
+ * t·off_step. */
+void conv_1x1_block(conv_ctx *c, lstmt *lb, int xbuf, int vxb, int vwb, int mn, const int *off_var, int64_t off_step,
+                    int64_t ic_stride, int unroll_ic, const int *acc);
 /* conv2d_depthwise.c: output row (n, cb, oh) of a depthwise conv2d by its
  * config, stored by conv_store */
 void dw_emit_row(conv_ctx *c, lstmt *blk, lexpr *n, lexpr *cb, lexpr *oh);

@@ -22,22 +22,6 @@
 #include <string.h>
 #include "conv2d_common.h"
 
-/* the config of conv2d m: the one the layout pass attached, or its schedule text (a fused program written by hand) */
-static temper_status config_of(const node *m, int vec, sched_config *out, diag *d) {
-  if (m->attrs->config) {
-    *out = *m->attrs->config;
-    return TEMPER_OK;
-  }
-  conv_workload w;
-  task_space sp;
-  char err[512];
-  if (workload_of(m, &w)) return diag_error(d, m->loc, "%s: not a conv2d workload", ir_op_name(m));
-  space_build(&w, vec, &sp);
-  if (config_parse(&sp, m->attrs->v[ATTR_SCHEDULE].s, out, err, sizeof err))
-    return diag_error(d, m->loc, "%s schedule \"%s\": %s", ir_op_name(m), m->attrs->v[ATTR_SCHEDULE].s, err);
-  return TEMPER_OK;
-}
-
 /* a tile of mn columns of output row (n, oh) for output channel block kb */
 static void pw_tile(conv_ctx *c, int rb, lstmt *blk, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow0, int mn, int unroll_ic) {
   lfunc *f = c->f;
@@ -56,42 +40,23 @@ static void pw_tile(conv_ctx *c, int rb, lstmt *blk, lexpr *n, lexpr *kb, lexpr 
   int vxb = lf_var(f, "xbase"), vwb = lf_var(f, "wbase");
   ls_add(f, lb, ls_let(f, vxb, xb0));
   ls_add(f, lb, ls_let(f, vwb, lx_mul(f, lx_add(f, lx_mul(f, kb, CI(c, c->CB)), CV(c, vb)), CI(c, c->ib * c->ob))));
-  int64_t copies = unroll_ic ? c->ib : 1;
-  lstmt *li = lb;
-  int vi = -1;
-  if (!unroll_ic) {
-    vi = lf_var(f, "ic");
-    li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
-  }
-  for (int64_t u = 0; u < copies; u++) {
-    lexpr *ic = unroll_ic ? CI(c, u) : CV(c, vi);
-    int ws[4];
-    for (int j = 0; j < c->nv; j++) {
-      ws[j] = lf_slot(f, c->lanes);
-      ls_add(f, li, ls_decl(f, ws[j], conv_weight_vec(c, lx_add(f, CV(c, vwb), lx_mul(f, ic, CI(c, c->ob))), j)));
-    }
-    for (int t = 0; t < mn; t++) {
-      int xs = lf_slot(f, 1);
-      ls_add(f, li, ls_decl(f, xs, lx_load(f, rb, lx_add(f, CV(c, vxb), lx_add(f, CI(c, t * c->sb), ic)), 1, 1, NULL)));
-      for (int j = 0; j < c->nv; j++) {
-        int a = acc[t * c->nv + j];
-        ls_add(f, li, ls_set(f, a, lx_fma(f, lx_slot(f, xs), lx_slot(f, ws[j]), lx_slot(f, a))));
-      }
-    }
-  }
+  conv_1x1_block(c, lb, rb, vxb, vwb, mn, NULL, c->sb, 1, unroll_ic, acc);
   for (int t = 0; t < mn; t++)
     for (int j = 0; j < c->nv; j++) conv_store(c, blk, acc[t * c->nv + j], n, kb, oh, lx_add(f, ow0, CI(c, t)), j);
 }
 
 temper_status sched_conv2d_dwpw(prim *p, int vec, diag *d) {
   const node *dwn = p->pre, *pwn = p->master;
-  sched_config dcfg;
-  temper_status s = config_of(dwn, vec, &dcfg, d);
+  sched_config parsed;
+  const sched_config *dcfg;
+  temper_status s = sched_config_of(dwn, vec, &parsed, &dcfg, d);
   if (s) return s;
+  if (!dcfg)
+    return diag_error(d, dwn->loc, "%s fed into %s in one function needs a schedule", ir_op_name(dwn), ir_op_name(pwn));
   prim pd = *p;   /* the producer's view: its epilogue ends at the consumer's data input */
   pd.master = dwn;
   pd.pre = NULL;
-  pd.cfg = &dcfg;
+  pd.cfg = dcfg;
   conv_ctx cd, cp;
   s = conv_ctx_init(&cd, &pd, vec, d);
   if (!s) s = conv_ctx_init(&cp, p, vec, d);

@@ -322,6 +322,25 @@ const conv_template_fn conv_templates[TMPL_COUNT] = {
     [TMPL_WINOGRAD] = sched_conv2d_winograd,
 };
 
+temper_status sched_config_of(const node *m, int vec, sched_config *buf, const sched_config **cfg, diag *d) {
+  *cfg = NULL;
+  if (!m || !op_is_conv(m->op)) return TEMPER_OK;
+  if (m->attrs->config) {
+    *cfg = m->attrs->config;
+    return TEMPER_OK;
+  }
+  const char *text = m->attrs->v[ATTR_SCHEDULE].s;
+  if (!text[0]) return TEMPER_OK;
+  conv_workload w;
+  task_space sp;
+  char err[512];
+  if (workload_of(m, &w)) return diag_error(d, m->loc, "%s: not a conv2d workload", ir_op_name(m));
+  space_build(&w, vec, &sp);
+  if (config_parse(&sp, text, buf, err, sizeof err)) return diag_error(d, m->loc, "%s schedule \"%s\": %s", ir_op_name(m), text, err);
+  *cfg = buf;
+  return TEMPER_OK;
+}
+
 temper_status sched_lower(const node *fn, int vec, const sched_config *cfg, const char *name, lfunc **out, diag *d) {
   return sched_lower_as(fn, vec, cfg, name, SCHED_BEST, out, d);
 }

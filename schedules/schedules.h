@@ -27,6 +27,11 @@ typedef struct prim {
 /* Finds the master op; refuses two complex ops naming both, but for a
  * conv2d feeding the data input of a conv2d (fuse_with's pair). */
 temper_status sched_prepare(const node *fn, prim *p, diag *d);
+/* The config of conv2d m: the one the layout pass attached, else its
+ * schedule text (a fused program written by hand) parsed into *buf; *cfg
+ * is NULL where m is not a conv2d or has neither. An unparsable schedule
+ * is an error naming it. */
+temper_status sched_config_of(const node *m, int vec, struct sched_config *buf, const struct sched_config **cfg, diag *d);
 /* Lowers a primitive function for the target's vector width: a conv2d
  * master by the template of its config cfg (conv_templates below), any
  * other by its op's schedule. cfg is NULL for a function without a conv2d,

@@ -418,21 +418,28 @@ static int choose_two(void *ctx, const char *key, const struct task_space *s, co
   return choose_fixed(&f->a, key, s, site, out, err, n) || choose_fixed(&f->b, key, s, site, out, err, n);
 }
 
-static int count_transforms(const char *text, const pipeline_opts *o) {
+/* the printed program text optimizes to with options o, its weights
+ * bound to zeros first where bind */
+static char *optimized(const char *text, const pipeline_opts *o, int bind) {
   temper_graph *g = parse_ok(text);
-  int np = g->main->n_params;
-  float **vals = calloc((size_t)np, sizeof(float *));
+  int np = bind ? g->main->n_params : 0;
+  float **vals = calloc((size_t)np + 1, sizeof(float *));
   for (int i = 1; i < np; i++) vals[i] = calloc((size_t)shape_numel(&g->main->params[i]->ty.shape), sizeof(float));
   diag d = {0};
-  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  if (bind) assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
   assert_int_equal(pipeline_optimize_with(g, o, &d), TEMPER_OK);
   char *p = print_graph(g);
-  int k = 0;
-  for (char *q = p; (q = strstr(q, "layout_transform(%")); q++) k++;
-  free(p);
   for (int i = 1; i < np; i++) free(vals[i]);
   free(vals);
   temper_graph_destroy(g);
+  return p;
+}
+
+static int count_transforms(const char *text, const pipeline_opts *o) {
+  char *p = optimized(text, o, 1);
+  int k = 0;
+  for (char *q = p; (q = strstr(q, "layout_transform(%")); q++) k++;
+  free(p);
   return k;
 }
 
@@ -489,17 +496,13 @@ static void test_reads_producer_blocks(void **state) {
 /* functions of the optimized program holding two conv2d (a depthwise
  * joined with the 1×1 it feeds) */
 static int count_joined(const char *text, const pipeline_opts *o) {
-  temper_graph *g = parse_ok(text);
-  diag d = {0};
-  assert_int_equal(pipeline_optimize_with(g, o, &d), TEMPER_OK);
-  char *p = print_graph(g);
+  char *p = optimized(text, o, 0);
   int k = 0;
   for (char *q = p; (q = strstr(q, "Primitive=1")); q++) {
     char *end = strstr(q, "};"), *c1 = strstr(q, "nn.conv2d(");
     k += c1 && c1 < end && strstr(c1 + 1, "nn.conv2d(") && strstr(c1 + 1, "nn.conv2d(") < end;
   }
   free(p);
-  temper_graph_destroy(g);
   return k;
 }
 
