@@ -79,6 +79,13 @@ lexpr *conv_weight_vec(conv_ctx *c, lexpr *wi, int j) {
   return lx_load(c->f, c->wb, lx_add(c->f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, conv_lane_limit(c, j));
 }
 
+void conv_acc_zero(conv_ctx *c, lstmt *blk, int *acc, int n) {
+  for (int i = 0; i < n; i++) {
+    acc[i] = lf_slot(c->f, c->lanes);
+    ls_add(c->f, blk, ls_decl(c->f, acc[i], lx_flt(c->f, 0, c->lanes)));
+  }
+}
+
 void conv_1x1_block(conv_ctx *c, lstmt *lb, int xbuf, int vxb, int vwb, int mn, const int *off_var, int64_t off_step,
                     int64_t ic_stride, int unroll_ic, const int *acc) {
   lfunc *f = c->f;

@@ -61,6 +61,8 @@ void conv_prefetch_input(conv_ctx *c, lstmt *loop, lstmt *body, lexpr *n);
  * tile's reduction walks. Blocked input only. */
 void conv_prefetch_span(conv_ctx *c, lstmt *body, lexpr *cond, lexpr *n, lexpr *pos, int64_t span);
 lexpr *conv_clamp(conv_ctx *c, lexpr *v, int64_t hi);
+/* n accumulators of a register tile, declared zero in blk */
+void conv_acc_zero(conv_ctx *c, lstmt *blk, int *acc, int n);
 /* One input channel block of a 1×1 tile of mn positions, in loop body lb:
  * for ic < ib (unrolled when unroll_ic)
  *   w[j] = W[wbase + ic·ob + j·lanes]

@@ -115,10 +115,7 @@ static void tile(dw *k, lstmt *blk, lexpr *ow0, int own) {
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
   int acc[REG_BUDGET * 4];
-  for (int i = 0; i < own * c->nv; i++) {
-    acc[i] = lf_slot(f, c->lanes);
-    ls_add(f, blk, ls_decl(f, acc[i], lx_flt(f, 0, c->lanes)));
-  }
+  conv_acc_zero(c, blk, acc, own * c->nv);
   lexpr *c0 = lx_bin(f, LO_SUB, lx_mul(f, ow0, CI(c, w->sw)), CI(c, w->pl));
   lexpr *c1 = lx_add(f, c0, CI(c, (own - 1) * w->sw + (w->S - 1) * w->dw));
   lexpr *inside = lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), c0), lx_bin(f, LO_LT, c1, CI(c, w->W)));

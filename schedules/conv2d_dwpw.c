@@ -26,10 +26,7 @@
 static void pw_tile(conv_ctx *c, int rb, lstmt *blk, lexpr *n, lexpr *kb, lexpr *oh, lexpr *ow0, int mn, int unroll_ic) {
   lfunc *f = c->f;
   int acc[REG_BUDGET * 4];
-  for (int i = 0; i < mn * c->nv; i++) {
-    acc[i] = lf_slot(f, c->lanes);
-    ls_add(f, blk, ls_decl(f, acc[i], lx_flt(f, 0, c->lanes)));
-  }
+  conv_acc_zero(c, blk, acc, mn * c->nv);
   int vb = lf_var(f, "icb");
   lstmt *lb = ls_add(f, blk, ls_for(f, vb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
   /* block vb's first channel in the row: its stored block's columns, and where in it */

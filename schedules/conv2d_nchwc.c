@@ -128,10 +128,7 @@ static void tile(nchwc *k, lstmt *blk, lexpr *oh0, lexpr *ow0, int ohn, int own,
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
   int acc[REG_BUDGET * 4];
-  for (int i = 0; i < ohn * own * c->nv; i++) {
-    acc[i] = lf_slot(f, c->lanes);
-    ls_add(f, blk, ls_decl(f, acc[i], lx_flt(f, 0, c->lanes)));
-  }
+  conv_acc_zero(c, blk, acc, ohn * own * c->nv);
   lexpr *r0 = lx_bin(f, LO_SUB, lx_mul(f, oh0, CI(c, w->sh)), CI(c, w->pt));
   lexpr *r1 = lx_add(f, r0, CI(c, (ohn - 1) * w->sh + (w->R - 1) * w->dh));
   lexpr *rows_in = lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), r0), lx_bin(f, LO_LT, r1, CI(c, w->H)));

@@ -137,10 +137,7 @@ static void multiply_tile(wino *k, lstmt *le, lexpr *e, lexpr *kb, lexpr *mk, in
   lfunc *f = c->f;
   int64_t a2 = k->a * k->a;
   int acc[REG_BUDGET * 4];
-  for (int i = 0; i < tbn * c->nv; i++) {
-    acc[i] = lf_slot(f, c->lanes);
-    ls_add(f, le, ls_decl(f, acc[i], lx_flt(f, 0, c->lanes)));
-  }
+  conv_acc_zero(c, le, acc, tbn * c->nv);
   int v_icb = lf_var(f, "icb");
   lstmt *lc = ls_add(f, le, ls_for(f, v_icb, CI(c, 0), CI(c, c->CB), LOOP_SERIAL));
   /* the weight stream a little per input-channel block: a few lines

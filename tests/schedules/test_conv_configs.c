@@ -411,7 +411,22 @@ static void test_winograd_oc_split_matches_reference(void **state) {
 }
 
 /* two chosen configs, by workload key */
-typedef struct fixed2 { fixed a, b; } fixed2;
+typedef struct fixed2 { fixed a, b; char ka[256], kb[256]; } fixed2;
+
+/* the two fixed configs of case i: text a for workload wa, b for wb, each
+ * parsed in its space (wb's into *sb for the caller) */
+static void fix_two(fixed2 *fx, size_t i, const conv_workload *wa, const char *a, const conv_workload *wb, const char *b, task_space *sb) {
+  task_space sa;
+  space_build(wa, engine->target.vec, &sa);
+  space_build(wb, engine->target.vec, sb);
+  memset(fx, 0, sizeof *fx);
+  workload_key(wa, fx->ka, sizeof fx->ka);
+  workload_key(wb, fx->kb, sizeof fx->kb);
+  fx->a.key = fx->ka;
+  fx->b.key = fx->kb;
+  char err[512];
+  if (config_parse(&sa, a, &fx->a.cfg, err, sizeof err) || config_parse(sb, b, &fx->b.cfg, err, sizeof err)) fail_msg("case %zu: %s", i, err);
+}
 
 static int choose_two(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out, char *err, size_t n) {
   fixed2 *f = ctx;
@@ -472,15 +487,9 @@ static void test_reads_producer_blocks(void **state) {
     conv_workload wa = {1, 64, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
     conv_workload wb = {1, 64, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     if (!cases[i].k3) wb = (conv_workload){1, 64, 14, 14, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
-    task_space sa, sb;
-    space_build(&wa, engine->target.vec, &sa);
-    space_build(&wb, engine->target.vec, &sb);
-    char ka[256], kb[256], err[512];
-    workload_key(&wa, ka, sizeof ka);
-    workload_key(&wb, kb, sizeof kb);
-    fixed2 fx = {{ka, {0}}, {kb, {0}}};
-    if (config_parse(&sa, cases[i].a, &fx.a.cfg, err, sizeof err) || config_parse(&sb, cases[i].b, &fx.b.cfg, err, sizeof err))
-      fail_msg("case %zu: %s", i, err);
+    task_space sb;
+    fixed2 fx;
+    fix_two(&fx, i, &wa, cases[i].a, &wb, cases[i].b, &sb);
     pipeline_opts o = {.vec = engine->target.vec, .choose = choose_two, .ctx = &fx};
     char text[1024];
     snprintf(text, sizeof text,
@@ -538,15 +547,9 @@ static void test_dw_into_1x1_matches_reference(void **state) {
     conv_workload wa = {N, C, cases[i].H, cases[i].W, C, R, R, st, st, pad, pad, pad, pad, 1, 1, C};
     int64_t OH = workload_out(&wa, 2), OW = workload_out(&wa, 3);
     conv_workload wb = {N, C, OH, OW, K, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
-    task_space sa, sb;
-    space_build(&wa, engine->target.vec, &sa);
-    space_build(&wb, engine->target.vec, &sb);
-    char ka[256], kb[256], err[512];
-    workload_key(&wa, ka, sizeof ka);
-    workload_key(&wb, kb, sizeof kb);
-    fixed2 fx = {{ka, {0}}, {kb, {0}}};
-    if (config_parse(&sa, cases[i].dw, &fx.a.cfg, err, sizeof err) || config_parse(&sb, cases[i].pw, &fx.b.cfg, err, sizeof err))
-      fail_msg("case %zu: %s", i, err);
+    task_space sb;
+    fixed2 fx;
+    fix_two(&fx, i, &wa, cases[i].dw, &wb, cases[i].pw, &sb);
     pipeline_opts o = {.vec = engine->target.vec, .choose = choose_two, .ctx = &fx, .dw_fusion_all = cases[i].all};
     char text[2048], res[128] = "";
     if (cases[i].also) snprintf(res, sizeof res, "  %%6 = add(%%5, %%2);\n");
