@@ -110,6 +110,25 @@ static void test_two_complex_ops_refused(void **state) {
       "  };\n"
       "  %0(%x, %w)\n}\n",
       TEMPER_EINVAL, "two complicated ops in one primitive function: nn.conv2d at 3:10 and nn.conv2d at 5:5");
+  /* a schedule text outside the conv2d's space, alone and as a joined pair's producer */
+  lower_refused(
+      "def @main(%x: Tensor[(1, 1, 8, 8, 16), float32], %w: Tensor[(1, 1, 3, 3, 16, 16), float32]) {\n"
+      "  %0 = fn (%p0: Tensor[(1, 1, 8, 8, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], Primitive=1) {\n"
+      "    nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=3,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "  };\n"
+      "  %0(%x, %w)\n}\n",
+      TEMPER_EINVAL, "nn.conv2d schedule \"conv2d_nchwc:ic_bn=3,");
+  lower_refused(
+      "def @main(%x: Tensor[(1, 1, 8, 8, 16), float32], %w: Tensor[(1, 1, 3, 3, 16, 16), float32]) {\n"
+      "  %0 = fn (%p0: Tensor[(1, 1, 8, 8, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], Primitive=1) {\n"
+      "    %1 = nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=3,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\");\n"
+      "    nn.conv2d(%1, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "  };\n"
+      "  %0(%x, %w)\n}\n",
+      TEMPER_EINVAL, "nn.conv2d schedule \"conv2d_nchwc:ic_bn=3,");
   /* the consumer's schedule alone is not enough */
   lower_refused(
       "def @main(%x: Tensor[(1, 1, 8, 8, 16), float32], %w: Tensor[(1, 1, 3, 3, 16, 16), float32]) {\n"
