@@ -42,9 +42,12 @@ int cmd_refine(int argc, char **argv) {
   refine_result r;
   diag d = {0};
   if (refine_run(&o, &r, &d)) { fprintf(stderr, "temper refine: %s\n", d.msg); return 1; }
-  printf("refined in %.0f s: %d of %d workloads changed; the model runs %.3f ms against %.3f ms with the records' choice "
-         "(%+.2f%%, won %d of %d pairs)\n", r.seconds, r.changed, r.workloads, r.refined_s * 1e3, r.base_s * 1e3, r.rel * 100,
-         r.wins, r.pairs);
+  if (!r.changed)
+    printf("refined in %.0f s: 0 of %d workloads changed; no alternative beat the records' choice twice\n", r.seconds, r.workloads);
+  else
+    printf("refined in %.0f s: %d of %d workloads changed; the model runs %.3f ms against %.3f ms with the records' choice "
+           "(%+.2f%%, won %d of %d pairs)\n", r.seconds, r.changed, r.workloads, r.refined_s * 1e3, r.base_s * 1e3, r.rel * 100,
+           r.wins, r.pairs);
   printf("compared %d alternatives in the whole model; skipped %d whose workload's share of the model bounds the gain under "
          "--min-gain and %d whose own steps gained too little in the screen (%d programs); stopped %d comparisons once the "
          "candidate could no longer win\n", r.tried, r.pruned, r.screened_out, r.screen_programs, r.stopped_early);

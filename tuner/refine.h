@@ -22,7 +22,7 @@ typedef struct refine_result {
   int workloads, tried;     /* conv2d workloads; alternatives timed */
   int changed;              /* workloads whose choice changed */
   int stored;               /* choices stored for the model (0 when together they did not win) */
-  double base_s, refined_s; /* the model with the records' choice, and refined */
+  double base_s, refined_s; /* the model with the records' choice, and refined (0: nothing changed, not timed) */
   double rel;               /* refined against base, relative (negative: faster) */
   int wins, pairs;          /* of the final paired comparison */
   double seconds;           /* the search's time */

@@ -129,6 +129,9 @@ static void test_refine_choices(void **state) {
   expect(sh("%s refine " MODEL " --db %s/r2.db --pairs 2 --min-gain 60", T, dir), 1, "no such database");
   expect(sh("cp %s %s/r2.db && %s refine " MODEL " --db %s/r2.db --pairs 4 --min-gain 60", db, dir, T, dir), 0,
          "screened out (a gain under");
+  /* nothing kept: no comparison of the records' choice against itself */
+  expect(sh("%s refine " MODEL " --db %s/r2.db --pairs 4 --min-gain 60", T, dir), 0,
+         "0 of 2 workloads changed; no alternative beat the records' choice twice");
   /* exhaustive: in the alternatives' order, so b, compared last, is the choice kept */
   expect(sh("%s refine " MODEL " --db %s --pairs 2 --min-gain -1000 --exhaustive", T, db), 0, "1 choice for this model at 1 thread");
   expect(sh("sqlite3 %s 'SELECT count(*) FROM choices'", db), 0, "1");
