@@ -789,3 +789,8 @@ int tune_paired_better(const paired_result *r, double min_rel) {
   return r->n > 0 && r->rel >= min_rel && (min_rel < 0 || r->wins * 10 >= r->n * 6);
 }
 
+int tune_paired_no_loss(const paired_result *r, double min_rel) {
+  if (min_rel < 0) return tune_paired_better(r, min_rel);
+  return r->n > 0 && r->rel > 0 && r->wins * 2 >= r->n;
+}
+

@@ -85,6 +85,10 @@ void tune_paired_compare(const double *base, const double *cand, int n, paired_r
 /* faster by at least min_rel, and in at least 60 % of the pairs; a negative
  * min_rel (accept being up to that much slower) drops the pair count */
 int tune_paired_better(const paired_result *r, double min_rel);
+/* not a loss: faster by the median and in at least half of the pairs (a
+ * negative min_rel: as tune_paired_better). For a whole made of changes
+ * that each won already (temper refine's final check). */
+int tune_paired_no_loss(const paired_result *r, double min_rel);
 /* the version in force of a template, by name (-1 unknown) */
 int tune_tmpl_version(const char *name);
 /* the template versions in force, for temper_db_open */

@@ -175,6 +175,17 @@ static void test_paired_compare(void **state) {
   assert_true(tune_paired_better(&r, -0.02));   /* accepting up to 2 % slower */
   tune_paired_compare(base, cand, 0, &r);
   assert_false(tune_paired_better(&r, -1));
+  assert_false(tune_paired_no_loss(&r, 0));
+  /* the whole of refine's kept changes: a median gain in 55 % of the pairs
+   * is no loss, though not the 60 % a single change needs; a median loss is */
+  for (int i = 0; i < N; i++) cand[i] = base[i] * (i < 11 ? 0.9 : 1.05);
+  tune_paired_compare(base, cand, N, &r);
+  assert_int_equal(r.wins, 11);
+  assert_false(tune_paired_better(&r, 0));
+  assert_true(tune_paired_no_loss(&r, 0));
+  for (int i = 0; i < N; i++) cand[i] = base[i] * (i < 9 ? 0.9 : 1.05);
+  tune_paired_compare(base, cand, N, &r);
+  assert_false(tune_paired_no_loss(&r, 0));
   /* refine keeps a candidate only if the model's outputs agree */
   float a[4] = {1, -4, 2, 0}, b[4] = {1, -4, 2.004f, 0}, c[4] = {1, -4, NAN, 0};
   float inf_a[2] = {INFINITY, 1}, inf_b[2] = {INFINITY, 1}, nan_a[2] = {NAN, 1}, zero[2] = {0, 0};
