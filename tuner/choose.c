@@ -102,9 +102,16 @@ static int64_t config_class(const struct task_space *s, const struct sched_confi
   return (((int64_t)c->tmpl * 2 + config_splits_rows(s, c)) * 4096 + l.in_blk) * 4096 + l.out_blk;
 }
 
-/* refine's choice for this workload, if it replaced what the records chose
- * now and is itself still a record (or the default config at this site,
- * which refine may choose without a record): its config instead */
+/* refine's choice for this workload, unless the records changed since
+ * (below), if it is itself still a record (or the default config at this
+ * site, which refine may choose without a record): its config instead.
+ * The records changed since when a record measured after the choice beats
+ * the config refine replaced (any later record, if that config has no
+ * record). Not "the records' pick is no longer what refine replaced": that
+ * pick depends on the neighbours' blocks, and a build that applies refine's
+ * choice to a producer moves its consumer's pick — MobileNetV2's refine on
+ * Zen 5 had 4 of its 29 choices ignored so, each a 1×1 after a depthwise
+ * conv2d whose choice changed its output block. */
 static void apply_choice(db_chooser *dc, choice *c, const char *key, const struct task_space *s, const conv_site *site,
                          struct sched_config *out, const db_record *recs, int nr) {
   for (int i = 0; i < dc->n_choices; i++) {
@@ -112,13 +119,17 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
     if (strcmp(ch->workload, key)) continue;
     sched_config cfg, def;
     char perr[256];
-    int rec = -1, parsed = !config_parse(s, ch->config, &cfg, perr, sizeof perr);
-    for (int k = 0; k < nr && rec < 0; k++)
-      if (!strcmp(recs[k].config, ch->config)) rec = k;
+    int rec = -1, parsed = !config_parse(s, ch->config, &cfg, perr, sizeof perr), beaten = 0;
+    double replaced_s = 0;
+    for (int k = 0; k < nr; k++) {
+      if (rec < 0 && !strcmp(recs[k].config, ch->config)) rec = k;
+      if (replaced_s <= 0 && !strcmp(recs[k].config, ch->replaces)) replaced_s = recs[k].median_s;
+    }
+    for (int k = 0; k < nr; k++)
+      if (strcmp(recs[k].measured_at, ch->measured_at) > 0 && (replaced_s <= 0 || recs[k].median_s < replaced_s)) beaten = 1;
     config_default_at(s, site->in_block, 1, &def);
     int unmeasured_default = rec < 0 && parsed && space_index(s, &cfg) == space_index(s, &def);   /* refine measured it in the model */
-    if (strcmp(ch->replaces, c->config) || (rec < 0 && !unmeasured_default) || tune_tmpl_version(ch->tmpl) != ch->tmpl_version ||
-        !parsed) {
+    if (beaten || (rec < 0 && !unmeasured_default) || tune_tmpl_version(ch->tmpl) != ch->tmpl_version || !parsed) {
       dc->stale_choices++;
       return;
     }

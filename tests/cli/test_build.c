@@ -55,7 +55,7 @@ static void insert_record_of(const char *db, const char *like, const char *cfg, 
   FILE *f = fopen(sqlpath, "w");
   fprintf(f, "INSERT INTO records(workload_id, target_id, template, template_version, config, config_index, threads,"
              " status, median_s, min_s, max_s, rounds, gflops, measured_at, host, temper_version)"
-             " SELECT r.workload_id, r.target_id, r.template, r.template_version, '%s', 0, 1, 'ok', %g, %g, %g, 3, 1, 'now', 'test', '0'"
+             " SELECT r.workload_id, r.target_id, r.template, r.template_version, '%s', 0, 1, 'ok', %g, %g, %g, 3, 1, strftime('%%Y-%%m-%%dT%%H:%%M:%%fZ', 'now'), 'test', '0'"
              " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.key LIKE '%%%s%%' LIMIT 1;\n",
           cfg, median_s, median_s, median_s, like);
   fclose(f);
@@ -145,7 +145,7 @@ static void test_refine_choices(void **state) {
   assert_null(strstr(r.out, "chosen in context"));
   assert_non_null(strstr(r.out, "no choices of temper refine for this model at 2 threads"));
   free(r.out);
-  /* the records change: their pick is no longer what refine replaced */
+  /* the records change: a record measured since beats what refine replaced */
   insert_record(db, "{\"template\":\"conv2d_nchwc\",\"ic_bn\":16,\"oc_bn\":16,\"ow_bn\":1,\"oh_bn\":1,\"unroll_kw\":false,\"order\":0,\"par\":0}", 1e-10);
   expect(sh("%s build " MODEL " --db %s -o %s/r.so", T, db, dir), 0, "ignored 1 choice of temper refine: the records changed since");
   /* bad use */
@@ -175,6 +175,23 @@ static void test_refine_tries_defaults(void **state) {
   if (!ok) fprintf(stderr, "%s", r.out);
   free(r.out);
   assert_true(ok);
+  /* the records' pick in the build is not what refine replaced (a producer's
+   * choice moves its consumer's pick): the choice stands all the same */
+  expect(sh("sqlite3 %s \"UPDATE choices SET replaces = 'another pick'\"", db), 0, NULL);
+  expect(sh("%s build " MODEL " --db %s -o %s/d.so", T, db, dir), 0, "chosen in context by temper refine");
+  /* a record measured since that is slower than what refine replaced: it stands */
+  expect(sh("sqlite3 %s \"UPDATE choices SET replaces = (SELECT r.config FROM records r WHERE r.workload_id = choices.workload_id "
+            "ORDER BY r.median_s LIMIT 1)\"", db), 0, NULL);
+  insert_record_of(db, "c16_h8", "{\"template\":\"conv2d_nchwc\",\"ic_bn\":8,\"oc_bn\":16,\"ow_bn\":1,\"oh_bn\":1,\"unroll_kw\":false,\"order\":0,\"par\":0}", 1);
+  r = sh("%s build " MODEL " --db %s -o %s/d.so", T, db, dir);
+  first = strstr(r.out, "chosen in context by temper refine");
+  ok = r.code == 0 && first && strstr(first + 1, "chosen in context by temper refine") && !strstr(r.out, "ignored");
+  if (!ok) fprintf(stderr, "%s", r.out);
+  free(r.out);
+  assert_true(ok);
+  /* one that beats it: the records changed, that choice is ignored */
+  insert_record_of(db, "c16_h8", "{\"template\":\"conv2d_nchwc\",\"ic_bn\":8,\"oc_bn\":16,\"ow_bn\":2,\"oh_bn\":1,\"unroll_kw\":false,\"order\":0,\"par\":0}", 1e-12);
+  expect(sh("%s build " MODEL " --db %s -o %s/d.so", T, db, dir), 0, "ignored 1 choice of temper refine: the records changed since");
 }
 
 static void test_fallback_and_strict(void **state) {
