@@ -29,6 +29,9 @@ int cmd_tune(int argc, char **argv);
 int cmd_db(int argc, char **argv);
 int cmd_build(int argc, char **argv);
 int cmd_refine(int argc, char **argv);
+/* temper refine's run and printout, also at the end of temper tune */
+struct refine_opts;
+int cli_refine(const struct refine_opts *o);
 int cmd_report(int argc, char **argv);
 /* writes the report to out_path (through a temporary file: a failure keeps the last one); prints the error */
 struct report_opts;

@@ -17,6 +17,26 @@ static void print_base(void *ctx, const db_chooser *dc) {
   cli_print_choices(dc);
 }
 
+/* runs refine and prints its outcome: 0, or 1 after printing the error */
+int cli_refine(const refine_opts *o) {
+  refine_result r;
+  diag d = {0};
+  if (refine_run(o, &r, &d)) { fprintf(stderr, "temper refine: %s\n", d.msg); return 1; }
+  if (!r.changed)
+    printf("refined in %.0f s: 0 of %d workloads changed; no alternative beat the records' choice twice\n", r.seconds, r.workloads);
+  else
+    printf("refined in %.0f s: %d of %d workloads changed; the model runs %.3f ms against %.3f ms with the records' choice "
+           "(%+.2f%%, won %d of %d pairs)\n", r.seconds, r.changed, r.workloads, r.refined_s * 1e3, r.base_s * 1e3, r.rel * 100,
+           r.wins, r.pairs);
+  printf("compared %d alternatives in the whole model; skipped %d whose workload's share of the model bounds the gain under "
+         "--min-gain and %d whose own steps gained too little in the screen (%d programs); stopped %d comparisons once the "
+         "candidate could no longer win\n", r.tried, r.pruned, r.screened_out, r.screen_programs, r.stopped_early);
+  if (r.changed && !r.stored) printf("not kept: together the changes did not beat the records' choice\n");
+  printf("%s: %d choice%s for this model at %d thread%s (temper build and temper run --db use them)\n", o->db, r.stored,
+         r.stored == 1 ? "" : "s", o->threads, o->threads > 1 ? "s" : "");
+  return 0;
+}
+
 int cmd_refine(int argc, char **argv) {
   refine_opts o = {.data = {.seed = 1}, .threads = 1, .pairs = 20, .alternatives = 4, .min_gain = 0.005, .on_base = print_base};
   for (int i = 1; i < argc; i++) {
@@ -39,20 +59,5 @@ int cmd_refine(int argc, char **argv) {
     fprintf(stderr, "temper refine: --threads expects 1..256, --pairs at least 2, --alternatives 1..%d\n", REFINE_MAX_ALT);
     return 2;
   }
-  refine_result r;
-  diag d = {0};
-  if (refine_run(&o, &r, &d)) { fprintf(stderr, "temper refine: %s\n", d.msg); return 1; }
-  if (!r.changed)
-    printf("refined in %.0f s: 0 of %d workloads changed; no alternative beat the records' choice twice\n", r.seconds, r.workloads);
-  else
-    printf("refined in %.0f s: %d of %d workloads changed; the model runs %.3f ms against %.3f ms with the records' choice "
-           "(%+.2f%%, won %d of %d pairs)\n", r.seconds, r.changed, r.workloads, r.refined_s * 1e3, r.base_s * 1e3, r.rel * 100,
-           r.wins, r.pairs);
-  printf("compared %d alternatives in the whole model; skipped %d whose workload's share of the model bounds the gain under "
-         "--min-gain and %d whose own steps gained too little in the screen (%d programs); stopped %d comparisons once the "
-         "candidate could no longer win\n", r.tried, r.pruned, r.screened_out, r.screen_programs, r.stopped_early);
-  if (r.changed && !r.stored) printf("not kept: together the changes did not beat the records' choice\n");
-  printf("%s: %d choice%s for this model at %d thread%s (temper build and temper run --db use them)\n", o.db, r.stored,
-         r.stored == 1 ? "" : "s", o.threads, o.threads > 1 ? "s" : "");
-  return 0;
+  return cli_refine(&o);
 }

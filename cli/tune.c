@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "report.h"
 #include "log.h"
+#include "refine.h"
 #include "tune.h"
 
 static int usage(void) {
@@ -15,7 +16,7 @@ static int usage(void) {
           "usage: temper tune MODEL --db DB [--trials N] [--minutes M] [--search xgb|ga|random|grid] [--seed S]\n"
           "                   [--threads T] [--build-jobs J] [--timeout SEC] [--repeat R] [--min-repeat-ms MS] [--warm]\n"
           "                   [--task PATTERN] [--top-k K] [--params DIR] [--lease SEC] [--report REPORT.html]\n"
-          "                   [--no-pretuned | --pretuned PATH]\n"
+          "                   [--no-pretuned | --pretuned PATH] [--refine | --no-refine]\n"
           "  --db takes a file (SQLite) or postgresql://user@host:port/dbname?sslmode=... (a database shared by many tuners)\n");
   return 2;
 }
@@ -35,6 +36,7 @@ typedef struct tune_args {
   const char *model, *db, *report;
   program_opts data;
   tune_opts o;
+  int refine;   /* refine the model at the end: 1, 0, or -1 for a local database only */
 } tune_args;
 
 /* 0, or 2 after printing the usage */
@@ -52,6 +54,8 @@ static int parse_args(int argc, char **argv, tune_args *t) {
     else if (!strcmp(a, "--timeout")) { if (num(a, v, 0.1, 3600, &o->m.timeout_s)) return 2; i++; }
     else if (!strcmp(a, "--repeat")) { if (num(a, v, 1, MEASURE_MAX_ROUNDS, &x)) return 2; o->m.repeat = (int)x; i++; }
     else if (!strcmp(a, "--warm")) o->m.warm = 1;
+    else if (!strcmp(a, "--refine")) t->refine = 1;
+    else if (!strcmp(a, "--no-refine")) t->refine = 0;
     else if (!strcmp(a, "--no-pretuned")) o->pretuned = NULL;
     else if (!strcmp(a, "--pretuned") && v) o->pretuned = v, i++;
     else if (!strcmp(a, "--min-repeat-ms")) { if (num(a, v, 0, 10000, &o->m.min_repeat_ms)) return 2; i++; }
@@ -120,7 +124,7 @@ static void on_sigint(int sig) {
 }
 
 int cmd_tune(int argc, char **argv) {
-  tune_args t = {.data = {.seed = 1},
+  tune_args t = {.data = {.seed = 1}, .refine = -1,
                  .o = {.trials = -1, .search = SEARCH_XGB, .seed = 1, .build_jobs = (int)sysconf(_SC_NPROCESSORS_ONLN), .top_k = 3,
                        .m = {.threads = 1, .repeat = 5, .min_repeat_ms = 10, .timeout_s = 10},
                        .pretuned = db_chooser_pretuned_default()}};
@@ -163,6 +167,28 @@ int cmd_tune(int argc, char **argv) {
   if (s) fprintf(stderr, "temper tune: %s\n", d.msg);
   else rc = interrupted ? 130 : 0;
   if (interrupted) fprintf(stderr, "temper tune: interrupted; every measurement made is in %s, the leases are released\n", db_where(db));
+  /* The records' picks were each measured alone; in the model, where a
+   * layer reads what its producer wrote and its weights come from memory,
+   * they ran slower after a tune on Zen 5 than what refine then chose,
+   * mostly the defaults (MobileNetV2 at two threads 3.36 ms against 2.70,
+   * ResNet-50 at one 33.3 against 31.1). So a tune of the whole model ends with temper refine, which
+   * times the alternatives in the model: by default where the database is
+   * a local file (this machine's); a shared PostgreSQL database's tuners
+   * run on other machines than the one that builds, which refines there. */
+  int refine = t.refine >= 0 ? t.refine : !db_is_url(t.db);
+  if (!rc && refine && !o->task_pattern) {
+    temper_db_close(db);
+    db = NULL;
+    printf("\nrefining %s in context at %d thread%s (temper refine; --no-refine skips this)\n", t.model, o->m.threads,
+           o->m.threads > 1 ? "s" : "");
+    fflush(stdout);
+    refine_opts ro = {.model = t.model, .db = t.db, .data = t.data, .threads = o->m.threads, .pairs = 20, .alternatives = 4,
+                      .min_gain = 0.005};
+    if (cli_refine(&ro)) {
+      fprintf(stderr, "temper tune: the records are in %s; the refine after them failed (run temper refine again)\n", t.db);
+      rc = 1;
+    }
+  }
   if (t.report) {   /* the page of this run, also after Ctrl-C or a failure */
     report_opts ro = {.db = t.db, .model = t.model, .data = t.data, .repeat = 10, .pretuned = o->pretuned};
     if (cli_write_report(&ro, t.report) && !rc) rc = 1;

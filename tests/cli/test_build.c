@@ -39,6 +39,17 @@ static void npy_equal(const char *a, const char *b, double tol) {
 static void test_tune_build_run(void **state) {
   (void)state;
   expect(sh("%s tune " MODEL " --db %s/t.db --trials 4 --top-k 1 --min-repeat-ms 1", T, dir), 0, "estimated conv2d time");
+  /* a tune of the whole model into a local database ends with refine; --no-refine and --task skip it */
+  expect(sh("%s tune " MODEL " --db %s/t.db --trials 1 --top-k 0 --min-repeat-ms 1", T, dir), 0,
+         "(temper refine; --no-refine skips this)");
+  expect(sh("%s tune " MODEL " --db %s/t.db --trials 1 --top-k 0 --min-repeat-ms 1", T, dir), 0, "for this model at 1 thread");
+  result r = sh("%s tune " MODEL " --db %s/t.db --trials 1 --top-k 0 --min-repeat-ms 1 --no-refine", T, dir);
+  int quiet = r.code == 0 && !strstr(r.out, "refin");
+  free(r.out);
+  r = sh("%s tune " MODEL " --db %s/t.db --trials 1 --top-k 0 --min-repeat-ms 1 --task c16_h8", T, dir);
+  quiet = quiet && r.code == 0 && !strstr(r.out, "refin");
+  free(r.out);
+  assert_true(quiet);
   expect(sh("%s build " MODEL " --db %s/t.db -o %s/m.so", T, dir, dir), 0, "record (exact target)");
   expect(sh("%s run %s/m.so --repeat 3 --save-output %s/lib", T, dir, dir), 0, "checksum");
   expect(sh("%s run " MODEL " --repeat 1 --check --save-output %s/mem", T, dir), 0, "(ok: within");
