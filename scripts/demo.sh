@@ -11,9 +11,9 @@ MINUTES=${2:-1}
 scripts/setup.sh
 mkdir -p out
 name=$(basename "$MODEL" .relay)
-build/temper tune "$MODEL" --db out/tuning.db --minutes "$MINUTES"
-# choose among the records by timing the whole model (stored for this model)
-build/temper refine "$MODEL" --db out/tuning.db --pairs 10 | grep -E '^refined|choices? for'
+# the tune ends with temper refine: it chooses among the records by timing
+# the whole model (stored for this model)
+build/temper tune "$MODEL" --db out/tuning.db --minutes "$MINUTES" | grep -E '^estimated|^refin|choices? for'
 # the library, checked against the reference interpreter before it is used
 build/temper build "$MODEL" --db out/tuning.db -o "out/$name.so" --check
 build/temper build "$MODEL" -o "out/$name-untuned.so" > /dev/null
