@@ -31,7 +31,7 @@ int cli_refine(const refine_opts *o) {
   printf("compared %d alternatives in the whole model; skipped %d whose workload's share of the model bounds the gain under "
          "--min-gain and %d whose own steps gained too little in the screen (%d programs); stopped %d comparisons once the "
          "candidate could no longer win\n", r.tried, r.pruned, r.screened_out, r.screen_programs, r.stopped_early);
-  if (r.changed && !r.stored) printf("not kept: together the changes did not beat the records' choice\n");
+  if (r.changed && !r.stored) printf("not kept: together the changes lost to the records' choice\n");
   printf("%s: %d choice%s for this model at %d thread%s (temper build and temper run --db use them)\n", o->db, r.stored,
          r.stored == 1 ? "" : "s", o->threads, o->threads > 1 ? "s" : "");
   return 0;

@@ -171,10 +171,11 @@ int cmd_tune(int argc, char **argv) {
    * layer reads what its producer wrote and its weights come from memory,
    * they ran slower after a tune on Zen 5 than what refine then chose,
    * mostly the defaults (MobileNetV2 at two threads 3.36 ms against 2.70,
-   * ResNet-50 at one 33.3 against 31.1). So a tune of the whole model ends with temper refine, which
-   * times the alternatives in the model: by default where the database is
-   * a local file (this machine's); a shared PostgreSQL database's tuners
-   * run on other machines than the one that builds, which refines there. */
+   * ResNet-50 at one 33.3 against 31.1). So a tune of the whole model
+   * ends with temper refine, which times the alternatives in the model: by
+   * default where the database is a local file (this machine's); a shared
+   * PostgreSQL database's tuners run on other machines than the one that
+   * builds, which refines there. */
   int refine = t.refine >= 0 ? t.refine : !db_is_url(t.db);
   if (!rc && refine && !o->task_pattern) {
     temper_db_close(db);
