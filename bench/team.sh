@@ -16,7 +16,7 @@ args="--trials $TRIALS --build-jobs 1 --threads 1 --top-k 0 --min-repeat-ms 5 --
 run() {   # NAME DB N: N tuners at once on DB; prints wall seconds and tasks per minute
   local name=$1 db=$2 n=$3 t0 t1
   t0=$(date +%s.%N)
-  for k in $(seq 1 "$n"); do $T tune $M --db "$db" $args --seed $k > "$work/$name.$k.log" 2>&1 & done
+  for k in $(seq 1 "$n"); do $T tune $M --db "$db" $args --no-refine --seed $k > "$work/$name.$k.log" 2>&1 & done
   wait
   t1=$(date +%s.%N)
   local recs

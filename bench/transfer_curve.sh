@@ -16,13 +16,13 @@ done
 fresh=${FRESH_DB:-$work/fresh.db}
 if [ -z "${FRESH_DB:-}" ]; then
   rm -f "$fresh"
-  build/temper tune "$models/resnet50.onnx" --db "$fresh" --search xgb --minutes "$M50" --threads 1 > "$work/fresh.txt"
+  build/temper tune "$models/resnet50.onnx" --db "$fresh" --search xgb --minutes "$M50" --threads 1 --no-refine > "$work/fresh.txt"
 fi
 rm -f "$work/r18.db" "$work/transfer.db" "$work/r18.jsonl"
-build/temper tune "$models/resnet18.onnx" --db "$work/r18.db" --search xgb --minutes "$M18" --threads 1 > "$work/r18.txt"
+build/temper tune "$models/resnet18.onnx" --db "$work/r18.db" --search xgb --minutes "$M18" --threads 1 --no-refine > "$work/r18.txt"
 build/temper db export "$work/r18.db" -o "$work/r18.jsonl"
 build/temper db import "$work/transfer.db" "$work/r18.jsonl"
-build/temper tune "$models/resnet50.onnx" --db "$work/transfer.db" --search xgb --minutes "$M50" --threads 1 > "$work/transfer.txt"
+build/temper tune "$models/resnet50.onnx" --db "$work/transfer.db" --search xgb --minutes "$M50" --threads 1 --no-refine > "$work/transfer.txt"
 # the best known: the best of both databases per workload
 ref=$(/usr/bin/python3 - "$fresh" "$work/transfer.db" <<'EOF'
 import sqlite3, subprocess, sys

@@ -32,13 +32,16 @@ int cli_refine(const refine_opts *o) {
          "--min-gain and %d whose own steps gained too little in the screen (%d programs); stopped %d comparisons once the "
          "candidate could no longer win\n", r.tried, r.pruned, r.screened_out, r.screen_programs, r.stopped_early);
   if (r.changed && !r.stored) printf("not kept: together the changes lost to the records' choice\n");
-  printf("%s: %d choice%s for this model at %d thread%s (temper build and temper run --db use them)\n", o->db, r.stored,
+  char where[1024];
+  db_shown(o->db, where, sizeof where);
+  printf("%s: %d choice%s for this model at %d thread%s (temper build and temper run --db use them)\n", where, r.stored,
          r.stored == 1 ? "" : "s", o->threads, o->threads > 1 ? "s" : "");
   return 0;
 }
 
 int cmd_refine(int argc, char **argv) {
-  refine_opts o = {.data = {.seed = 1}, .threads = 1, .pairs = 20, .alternatives = 4, .min_gain = 0.005, .on_base = print_base};
+  refine_opts o = refine_defaults();
+  o.on_base = print_base;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int flag = cli_data_flag(&o.data, argc, argv, &i);

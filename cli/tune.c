@@ -183,10 +183,12 @@ int cmd_tune(int argc, char **argv) {
     printf("\nrefining %s in context at %d thread%s (temper refine; --no-refine skips this)\n", t.model, o->m.threads,
            o->m.threads > 1 ? "s" : "");
     fflush(stdout);
-    refine_opts ro = {.model = t.model, .db = t.db, .data = t.data, .threads = o->m.threads, .pairs = 20, .alternatives = 4,
-                      .min_gain = 0.005};
+    refine_opts ro = refine_defaults();
+    ro.model = t.model, ro.db = t.db, ro.data = t.data, ro.threads = o->m.threads;
     if (cli_refine(&ro)) {
-      fprintf(stderr, "temper tune: the records are in %s; the refine after them failed (run temper refine again)\n", t.db);
+      char where[1024];
+      db_shown(t.db, where, sizeof where);
+      fprintf(stderr, "temper tune: the records are in %s; the refine after them failed (run temper refine again)\n", where);
       rc = 1;
     }
   }

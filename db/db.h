@@ -69,6 +69,8 @@ typedef struct db_versions { int n; const char *const *names; const int *version
  * stale). On failure *db is NULL and err holds the reason. */
 /* 1 if `where` names a PostgreSQL database (postgresql:// or postgres://) */
 int db_is_url(const char *where);
+/* where, as messages show it: a path as is, a URL with its password replaced by *** */
+void db_shown(const char *where, char *out, size_t n);
 temper_status temper_db_open(const char *path, const db_versions *v, temper_db **db, char *err, size_t n);
 void temper_db_close(temper_db *db);
 const char *db_errmsg(temper_db *db);

@@ -40,6 +40,11 @@ static void redact(const char *url, char *out, size_t n) {
   }
 }
 
+void db_shown(const char *where, char *out, size_t n) {
+  if (db_is_url(where)) redact(where, out, n);
+  else snprintf(out, n, "%s", where);
+}
+
 static void keep_error(db_conn *c, const char *msg) {
   snprintf(c->err, sizeof c->err, "%s", msg && *msg ? msg : "unknown PostgreSQL error");
   size_t len = strlen(c->err);

@@ -32,6 +32,9 @@ typedef struct refine_result {
   int screen_programs;      /* programs the screen timed */
 } refine_result;
 
+/* the defaults of temper refine (and of the refine that ends temper tune) */
+refine_opts refine_defaults(void);
+
 /* refine_run: times the model with each workload's strongest alternatives
  * and stores the winners for this model, target and thread count in the
  * database (replacing earlier ones). An error returns its status with the

@@ -135,7 +135,7 @@ static void test_bad_lines(void **state) {
 
 static void test_best_only_rebuilds_and_graded_matching(void **state) {
   (void)state;
-  expect(sh("%s tune " MODEL " --db %s/real.db --trials 6 --top-k 1 --min-repeat-ms 1", T, dir), 0, NULL);
+  expect(sh("%s tune " MODEL " --db %s/real.db --trials 6 --top-k 1 --min-repeat-ms 1 --no-refine", T, dir), 0, NULL);
   expect(sh("%s db export %s/real.db --best-only -o %s/best.jsonl", T, dir, dir), 0, "exported");
   expect(sh("%s db import %s/best.db %s/best.jsonl", T, dir, dir), 0, "imported, 0 duplicates");
   expect(sh("%s build " MODEL " --db %s/real.db -o %s/x.so | grep '^conv2d.*  record (' | sed 's/:.*ms//' > %s/r1 && "

@@ -365,8 +365,30 @@ static void test_docs_recipe(void **state) {
   snprintf(build, sizeof build, "postgresql://temper_build@/temper?host=%s", host);
   expect(sh("%s db show '%s' 2>&1", T, admin), 0, "workload");   /* creates the schema */
   expect(sh("psql -q -v ON_ERROR_STOP=1 '%s' -f %s/docs/team/grants.sql 2>&1", admin, TEMPER_SOURCE_DIR), 0, NULL);
-  expect(sh("cd %s && %s tune " MODEL " --db '%s' --trials 2 --top-k 1 --min-repeat-ms 1 2>&1", TEMPER_SOURCE_DIR, T, tuner_url), 0,
-         "estimated conv2d time");
+  result r = sh("cd %s && %s tune " MODEL " --db '%s' --trials 2 --top-k 1 --min-repeat-ms 1 2>&1", TEMPER_SOURCE_DIR, T, tuner_url);
+  int ok = r.code == 0 && strstr(r.out, "estimated conv2d time") && !strstr(r.out, "refining");   /* a shared database: no refine */
+  if (!ok) fprintf(stderr, "%s", r.out);
+  free(r.out);
+  assert_true(ok);
+  /* --refine: the tuner refines there too; the URL it names keeps its password hidden */
+  char secret_url[512];
+  snprintf(secret_url, sizeof secret_url, "postgresql://temper_tuner:hunter2@/temper?host=%s", host);
+  r = sh("cd %s && %s tune " MODEL " --db '%s' --trials 1 --top-k 0 --min-repeat-ms 1 --refine 2>&1", TEMPER_SOURCE_DIR, T, secret_url);
+  ok = r.code == 0 && strstr(r.out, "postgresql://temper_tuner:***@/temper") && strstr(r.out, "for this model at 1 thread") &&
+       !strstr(r.out, "hunter2");
+  if (!ok) fprintf(stderr, "%s", r.out);
+  free(r.out);
+  assert_true(ok);
+  /* a refine that cannot store its choices fails the run, the records kept */
+  expect(sh("psql -q -v ON_ERROR_STOP=1 '%s' -c 'REVOKE DELETE ON choices FROM temper_tuner' 2>&1", admin), 0, NULL);
+  r = sh("cd %s && %s tune " MODEL " --db '%s' --trials 1 --top-k 0 --min-repeat-ms 1 --refine 2>&1", TEMPER_SOURCE_DIR, T, secret_url);
+  ok = r.code == 1 && strstr(r.out, "permission denied") &&
+       strstr(r.out, "temper tune: the records are in postgresql://temper_tuner:***@/temper") &&
+       strstr(r.out, "the refine after them failed (run temper refine again)") && !strstr(r.out, "hunter2");
+  if (!ok) fprintf(stderr, "%s", r.out);
+  free(r.out);
+  assert_true(ok);
+  expect(sh("psql -q -v ON_ERROR_STOP=1 '%s' -c 'GRANT DELETE ON choices TO temper_tuner' 2>&1", admin), 0, NULL);
   expect(sh("cd %s && %s build " MODEL " --db '%s' -o %s/r.so 2>&1", TEMPER_SOURCE_DIR, T, build, dir), 0, "record (");
   expect(sh("cd %s && %s tune " MODEL " --db '%s' --trials 1 2>&1", TEMPER_SOURCE_DIR, T, build), 1, "permission denied");
 }
