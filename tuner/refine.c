@@ -403,11 +403,11 @@ out:
   return s;
 }
 
-/* refine_run: see refine.h */
 refine_opts refine_defaults(void) {
   return (refine_opts){.data = {.seed = 1}, .threads = 1, .pairs = 20, .alternatives = 4, .min_gain = 0.005};
 }
 
+/* refine_run: see refine.h */
 temper_status refine_run(const refine_opts *o, refine_result *res, diag *d) {
   memset(res, 0, sizeof *res);
   refine_search sr = {.o = o, .res = res, .log = o->log ? o->log : stdout};
