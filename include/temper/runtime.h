@@ -24,11 +24,15 @@ int64_t temper_task_first(void);
  * time, as its kernel runs (the loop IR's prefetch_next), so the stream
  * from memory overlaps compute instead of stalling. Each thread fetches
  * what it will read of cur (its n-th, as a kernel split over output
- * channels reads it) a lead ahead — half of this core's L2, at most
- * 512 KB; the first lead came with the loop before — then the first lead
- * of its part of next (more evicts what the running kernel reads). Used by
- * one loop; NULLs clear it. */
+ * channels reads it) a lead ahead (temper_prefetch_lead); the first lead
+ * came with the loop before — then the first lead of its part of next
+ * (more evicts what the running kernel reads). Used by one loop; NULLs
+ * clear it. */
 void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes);
+/* The lead in bytes on a core with an L2 of l2 bytes (≤ 0: not known):
+ * half of it, at most 512 KB; 64 KB from 2 MB on (Intel's server cores,
+ * whose own L2 prefetcher keeps up; runtime/pool.c has the measurements). */
+int64_t temper_prefetch_lead(long l2);
 /* Inside fn, for compiled kernels: this thread's part of that data, from
  * *at (where it got to) to *end, and the lines of the whole; a kernel
  * prefetches it inline and hands back where it got to at its return. The

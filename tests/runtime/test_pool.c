@@ -211,6 +211,19 @@ static void test_prefetch_stream_slides(void **state) {
   free(next);
 }
 
+/* the lead: half of L2 up to 512 KB (Zen's 1 MB and smaller), 64 KB from
+ * 2 MB on (Intel's server cores), half of 1 MB where L2 is not known */
+static void test_prefetch_lead_by_l2(void **state) {
+  (void)state;
+  assert_int_equal(temper_prefetch_lead(256L << 10), 128 << 10);
+  assert_int_equal(temper_prefetch_lead(1L << 20), 512 << 10);
+  assert_int_equal(temper_prefetch_lead((2L << 20) - 1), 512 << 10);
+  assert_int_equal(temper_prefetch_lead(2L << 20), 64 << 10);
+  assert_int_equal(temper_prefetch_lead(4L << 20), 64 << 10);
+  assert_int_equal(temper_prefetch_lead(-1), 512 << 10);
+  assert_int_equal(temper_prefetch_lead(0), 512 << 10);
+}
+
 static void test_no_pool_runs_inline(void **state) {
   (void)state;
   cover c = {calloc(10, sizeof(atomic_int)), 0};
@@ -225,6 +238,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_covers_exactly_once), cmocka_unit_test(test_balances_a_slow_thread),
                                      cmocka_unit_test(test_loops_see_each_other),
                                      cmocka_unit_test(test_prefetch_stream), cmocka_unit_test(test_prefetch_stream_slides),
+                                     cmocka_unit_test(test_prefetch_lead_by_l2),
                                      cmocka_unit_test(test_no_pool_runs_inline)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
