@@ -16,8 +16,10 @@ lib() { "$TEMPER" run "$1" --threads $T --repeat $R | latency; }   # latency doe
 rows=$(for ((i = 0; i < N; i++)); do
   if ((i % 2)); then b=-; [ -n "$B" ] && b=$(lib "$B"); a=$(lib "$A"); o=$(ort)
   else o=$(ort); a=$(lib "$A"); b=-; [ -n "$B" ] && b=$(lib "$B"); fi
-  echo "$o $a $b"
+  if [ -n "$o" ] && [ -n "$a" ] && [ -n "$b" ]; then echo "$o $a $b"
+  else echo "peerab.sh: round $i: a run printed no latency (ONNX Runtime '$o', A '$a', B '$b'); round left out" >&2; fi
 done)
+[ -n "$rows" ] || { echo "peerab.sh: no round completed" >&2; exit 1; }
 echo "A: ONNX Runtime, B: $A"; echo "$rows" | gawk '{print $1, $2}' | summarize
 [ -n "$B" ] && { echo "A: ONNX Runtime, B: $B"; echo "$rows" | gawk '{print $1, $3}' | summarize
                  echo "A: $A, B: $B"; echo "$rows" | gawk '{print $2, $3}' | summarize; }
