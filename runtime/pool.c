@@ -51,7 +51,7 @@ struct temper_pool {
   void *ctx;
   share *shares;              /* one per thread */
   pf_stream pf_next, pf_job;  /* temper_pool_prefetch: for the next loop; the current loop's */
-  int64_t pf_cap;             /* the most bytes of it fetched ahead (prefetch_cap) */
+  int64_t pf_cap;             /* the most bytes of it fetched ahead (temper_prefetch_lead) */
 };
 
 /* the start of the calling thread's first chunk in the current loop, or -1
@@ -94,7 +94,8 @@ int64_t temper_prefetch_lead(long l2) {
   return half < (512 << 10) ? half : 512 << 10;
 }
 
-static int64_t prefetch_cap(void) {
+/* this core's L2 in bytes, or -1 where neither libc nor the kernel says */
+static long l2_bytes(void) {
   long l2 = -1;
 #ifdef _SC_LEVEL2_CACHE_SIZE
   l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -106,7 +107,7 @@ static int64_t prefetch_cap(void) {
     else l2 = -1;
     if (f) fclose(f);
   }
-  return temper_prefetch_lead(l2);
+  return l2;
 }
 
 void temper_pool_prefetch(temper_pool *p, const void *cur, int64_t cur_bytes, const void *next, int64_t next_bytes) {
@@ -234,7 +235,7 @@ temper_pool *temper_pool_create(int n_threads) {
   temper_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->n = n_threads < 1 ? 1 : n_threads;
-  p->pf_cap = prefetch_cap();
+  p->pf_cap = temper_prefetch_lead(l2_bytes());
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   p->threads = calloc((size_t)p->n, sizeof(pthread_t));
