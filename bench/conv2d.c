@@ -12,7 +12,6 @@
  * then improved by coordinate descent over the knobs, against oneDNN, in
  * effective GFLOP/s: the direct FLOPs divided by the time) */
 #include <dnnl.h>
-#include <immintrin.h>
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -21,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 #include "db.h"
+#include "fma_peak.h"
 #include "engine.h"
 #include "space.h"
 #include "tune.h"
@@ -85,29 +85,11 @@ static double time_median(call_fn fn, void *ctx, int rounds) {
   return r[rounds / 2];
 }
 
-/* ---- FMA peak: 24 independent 512-bit FMA chains per thread ---- */
-#define ACC24(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) \
-                 X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
+/* ---- FMA peak per thread (fma_peak.h), summed over threads ---- */
 typedef struct peak_job { double gflops; } peak_job;
-static volatile float peak_sink;
-__attribute__((target("avx512f"))) static void *peak_thread(void *arg) {
+static void *peak_thread(void *arg) {
   peak_job *j = arg;
-  const long iters = 20000000;
-  __m512 b = _mm512_set1_ps(1e-3f), c = _mm512_set1_ps(0.999f);
-#define DECL(i) __m512 a##i = _mm512_set1_ps((float)i);
-  ACC24(DECL)
-  double t0 = now();
-  for (long it = 0; it < iters; it++) {
-#define STEP(i) a##i = _mm512_fmadd_ps(a##i, c, b);
-    ACC24(STEP)
-    __asm__ volatile("" : : : "memory");
-  }
-  double t = now() - t0;
-  __m512 r = _mm512_setzero_ps();
-#define SUM(i) r = _mm512_add_ps(r, a##i);
-  ACC24(SUM)
-  peak_sink = _mm512_reduce_add_ps(r);
-  j->gflops = (double)iters * 24 * 32 / t * 1e-9;
+  j->gflops = fma_peak_thread(0);
   return NULL;
 }
 

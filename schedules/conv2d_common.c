@@ -40,6 +40,9 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   c->lanes = (int)(c->ob < vec ? c->ob : vec);
   c->nv = (int)((c->ob + c->lanes - 1) / c->lanes);
   c->tail = (int)(c->ob % c->lanes);
+  if (c->nv > CONV_MAX_NV)
+    return diag_fail(d, TEMPER_EINTERNAL, "conv2d: an output block of %lld channels is %d vectors of %d, more than the templates hold (%d)",
+                     (long long)c->ob, c->nv, c->lanes, CONV_MAX_NV);
   c->xb = epi_param_buf(p, m->args[0]);
   c->wb = epi_param_buf(p, m->args[1]);
   return TEMPER_OK;
@@ -98,7 +101,7 @@ void conv_1x1_block(conv_ctx *c, lstmt *lb, int xbuf, int vxb, int vwb, int mn, 
   }
   for (int64_t u = 0; u < copies; u++) {
     lexpr *ic = unroll_ic ? CI(c, u) : CV(c, vi);
-    int ws[4];
+    int ws[CONV_MAX_NV];
     for (int j = 0; j < c->nv; j++) {
       ws[j] = lf_slot(f, c->lanes);
       ls_add(f, li, ls_decl(f, ws[j], conv_weight_vec(c, lx_add(f, CV(c, vwb), lx_mul(f, ic, CI(c, c->ob))), j)));

@@ -6,6 +6,13 @@
 #include "schedules.h"
 #include "space.h"
 
+/* vectors per output block a template may hold in registers at most: blocks
+ * of up to 64 channels (space.c) in vectors of 4 floats and more. Arrays of
+ * a block's vectors are sized by it; conv_ctx_init refuses a larger nv.
+ * (They were sized 4, AVX-512's 64 / 16: on AVX2 a block of 48 or 64 wrote
+ * past them and a depthwise kernel took the wrong weight vectors.) */
+enum { CONV_MAX_NV = 16 };
+
 typedef struct conv_ctx {
   prim *p;
   lfunc *f;

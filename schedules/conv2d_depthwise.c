@@ -54,7 +54,7 @@ static void columns(dw *k, lstmt *lr, int vr, lexpr *row, lexpr *ow0, int own, i
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
-  int ws[DW_MAX_COLS][4];
+  int ws[DW_MAX_COLS][CONV_MAX_NV];
   for (int64_t s = 0; s < w->S; s++)
     for (int j = 0; j < c->nv; j++) {
       ws[s][j] = lf_slot(f, c->lanes);
@@ -96,7 +96,7 @@ static void reduction(dw *k, lstmt *blk, lexpr *ow0, int own, int *acc, int chec
   int vs = lf_var(f, "s");
   lstmt *sb = ls_add(f, lr, ls_for(f, vs, CI(c, 0), CI(c, w->S), LOOP_SERIAL));
   lexpr *s = CV(c, vs);
-  int ws[4];
+  int ws[CONV_MAX_NV];
   for (int j = 0; j < c->nv; j++) {
     ws[j] = lf_slot(f, c->lanes);
     ls_add(f, sb, ls_decl(f, ws[j], weight(k, vr, s, j)));

@@ -41,7 +41,7 @@ static void body(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0, int oh
   lexpr *wrow = lx_add(f, lx_mul(f, kb, CI(c, k->CBgb)), p.icb_rel);
   lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, wrow, CI(c, w->R)), p.r), CI(c, w->S)), p.s),
                                               CI(c, c->ib)), p.ici), CI(c, c->ob));
-  int wslot[4];
+  int wslot[CONV_MAX_NV];
   for (int j = 0; j < c->nv; j++) {
     wslot[j] = lf_slot(f, c->lanes);
     ls_add(f, blk, ls_decl(f, wslot[j], conv_weight_vec(c, wi, j)));

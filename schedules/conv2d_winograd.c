@@ -159,7 +159,7 @@ static void multiply_tile(wino *k, lstmt *le, lexpr *e, lexpr *kb, lexpr *mk, in
   }
   for (int64_t u = 0; u < copies; u++) {
     lexpr *ic = k->unroll_c ? CI(c, u) : CV(c, v_ic);
-    int ws[4];
+    int ws[CONV_MAX_NV];
     for (int j = 0; j < c->nv; j++) {
       ws[j] = lf_slot(f, c->lanes);
       lexpr *wi = lx_add(f, lx_add(f, CV(c, v_ub), lx_mul(f, ic, CI(c, c->ob))), CI(c, (int64_t)j * c->lanes));

@@ -12,7 +12,19 @@
 #include <string.h>
 #include <math.h>
 #include <unistd.h>
+#include "codegen.h"
 #include "compiler_int.h"
+
+/* the host's vector width in floats (16 with AVX-512, 8 with AVX2, 4
+ * without): a task that is compiled, run, or recorded under the host's
+ * target has its space built for this width, or its configs are not the
+ * host's points (an AVX2 machine allows 12 accumulators, not 28) */
+static inline int host_vec(void) {
+  cg_target t;
+  diag d = {0};
+  cg_host_target(&t, &d);
+  return t.vec;
+}
 
 /* a whole file, NUL-terminated (NULL if unreadable) */
 static inline char *read_file(const char *path) {

@@ -115,7 +115,7 @@ static void test_two_complex_ops_refused(void **state) {
       "def @main(%x: Tensor[(1, 1, 8, 8, 16), float32], %w: Tensor[(1, 1, 3, 3, 16, 16), float32]) {\n"
       "  %0 = fn (%p0: Tensor[(1, 1, 8, 8, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], Primitive=1) {\n"
       "    nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
-      "              schedule=\"conv2d_nchwc:ic_bn=3,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=3,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
       "  };\n"
       "  %0(%x, %w)\n}\n",
       TEMPER_EINVAL, "nn.conv2d schedule \"conv2d_nchwc:ic_bn=3,");
@@ -123,9 +123,9 @@ static void test_two_complex_ops_refused(void **state) {
       "def @main(%x: Tensor[(1, 1, 8, 8, 16), float32], %w: Tensor[(1, 1, 3, 3, 16, 16), float32]) {\n"
       "  %0 = fn (%p0: Tensor[(1, 1, 8, 8, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], Primitive=1) {\n"
       "    %1 = nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
-      "              schedule=\"conv2d_nchwc:ic_bn=3,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\");\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=3,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0\");\n"
       "    nn.conv2d(%1, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
-      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
       "  };\n"
       "  %0(%x, %w)\n}\n",
       TEMPER_EINVAL, "nn.conv2d schedule \"conv2d_nchwc:ic_bn=3,");
@@ -135,7 +135,7 @@ static void test_two_complex_ops_refused(void **state) {
       "  %0 = fn (%p0: Tensor[(1, 1, 8, 8, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], Primitive=1) {\n"
       "    %1 = nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\");\n"
       "    nn.conv2d(%1, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
-      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
       "  };\n"
       "  %0(%x, %w)\n}\n",
       TEMPER_EINVAL, "nn.conv2d fed into nn.conv2d in one function needs a schedule");
@@ -144,12 +144,12 @@ static void test_two_complex_ops_refused(void **state) {
       "def @main(%x: Tensor[(1, 1, 8, 8, 16), float32], %w: Tensor[(1, 1, 3, 3, 16, 16), float32]) {\n"
       "  %0 = fn (%p0: Tensor[(1, 1, 8, 8, 16), float32], %p1: Tensor[(1, 1, 3, 3, 16, 16), float32], Primitive=1) {\n"
       "    %1 = nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
-      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\");\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0\");\n"
       "    nn.conv2d(%1, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW16i16o\", out_layout=\"NCHW16c\",\n"
-      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
       "  };\n"
       "  %0(%x, %w)\n}\n",
-      TEMPER_EINTERNAL, "cannot feed nn.conv2d (conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0) in one kernel");
+      TEMPER_EINTERNAL, "cannot feed nn.conv2d (conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0) in one kernel");
 }
 
 /* a direct conv2d cannot read channel blocks smaller than its ic_bn as they
@@ -161,7 +161,7 @@ static void test_unreadable_input_block_refused(void **state) {
       "def @main(%x: Tensor[(1, 4, 8, 8, 16), float32], %w: Tensor[(1, 2, 3, 3, 32, 16), float32]) {\n"
       "  %0 = fn (%p0: Tensor[(1, 4, 8, 8, 16), float32], %p1: Tensor[(1, 2, 3, 3, 32, 16), float32], Primitive=1) {\n"
       "    nn.conv2d(%p0, %p1, padding=[1, 1], channels=16, data_layout=\"NCHW16c\", kernel_layout=\"OIHW32i16o\", out_layout=\"NCHW16c\",\n"
-      "              schedule=\"conv2d_nchwc:ic_bn=32,oc_bn=16,ow_bn=8,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=32,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=0,par=0\")\n"
       "  };\n"
       "  %0(%x, %w)\n}\n",
       TEMPER_EINTERNAL, "the layouts (NCHW16c, OIHW32i16o, NCHW16c) do not match the schedule");

@@ -393,12 +393,23 @@ static void test_winograd_oc_split_matches_reference(void **state) {
   space_build(&w, engine->target.vec, &sp);
   char key[256], err[512];
   workload_key(&w, key, sizeof key);
-  static const char *const cfgs[] = {"conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=2",
-                                     "conv2d_winograd:tile=4,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=4",
-                                     "conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=12,par=0,stage=1,unroll_c=0,oc_split=2,t_blocks=4",
-                                     "conv2d_winograd:tile=2,ic_bn=16,oc_bn=32,t_bn=7,par=1,stage=0,unroll_c=1,oc_split=1,t_blocks=2",
-                                     "conv2d_winograd:tile=4,ic_bn=8,oc_bn=16,t_bn=3,par=0,stage=0,unroll_c=0,oc_split=1,t_blocks=2",
-                                     "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=0,unroll_c=0,oc_split=2,t_blocks=4"};
+  /* [16-float vectors, 28 accumulators][8-float vectors, 12]: the same
+   * block structures within AVX2's register tile (49 = 4 · 12 + 1 and
+   * 3 · 14 + 7 with one-vector blocks of 8 channels; tile 4 in 6 + 6 + 4) */
+  static const char *const cfgs_by_vec[2][6] = {
+      {"conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=14,par=0,stage=1,unroll_c=0,oc_split=2",
+       "conv2d_winograd:tile=4,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=4",
+       "conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=12,par=0,stage=1,unroll_c=0,oc_split=2,t_blocks=4",
+       "conv2d_winograd:tile=2,ic_bn=16,oc_bn=32,t_bn=7,par=1,stage=0,unroll_c=1,oc_split=1,t_blocks=2",
+       "conv2d_winograd:tile=4,ic_bn=8,oc_bn=16,t_bn=3,par=0,stage=0,unroll_c=0,oc_split=1,t_blocks=2",
+       "conv2d_winograd:tile=2,ic_bn=8,oc_bn=32,t_bn=14,par=0,stage=0,unroll_c=0,oc_split=2,t_blocks=4"},
+      {"conv2d_winograd:tile=2,ic_bn=8,oc_bn=8,t_bn=12,par=0,stage=1,unroll_c=0,oc_split=2",
+       "conv2d_winograd:tile=4,ic_bn=16,oc_bn=16,t_bn=6,par=0,stage=0,unroll_c=1,oc_split=4",
+       "conv2d_winograd:tile=2,ic_bn=8,oc_bn=8,t_bn=12,par=0,stage=1,unroll_c=0,oc_split=2,t_blocks=4",
+       "conv2d_winograd:tile=2,ic_bn=16,oc_bn=8,t_bn=7,par=1,stage=0,unroll_c=1,oc_split=1,t_blocks=2",
+       "conv2d_winograd:tile=4,ic_bn=8,oc_bn=16,t_bn=3,par=0,stage=0,unroll_c=0,oc_split=1,t_blocks=2",
+       "conv2d_winograd:tile=2,ic_bn=8,oc_bn=16,t_bn=6,par=0,stage=0,unroll_c=0,oc_split=2,t_blocks=4"}};
+  const char *const *cfgs = cfgs_by_vec[engine->target.vec >= 16 ? 0 : 1];
   for (int c = 0; c < 6; c++)
     for (int threads = c < 2 ? 1 : 2; threads <= 2 && (part < 0 || c % 2 == part); threads++) {   /* the blocks at two threads (LLVM compiles are the time) */
       fixed fx = {key, {0}};
@@ -462,26 +473,27 @@ static int count_transforms(const char *text, const pipeline_opts *o) {
  * template can (Winograd: a block that divides ic_bn or that ic_bn divides;
  * direct and 1×1: a block that ic_bn divides), with no layout transform
  * between, and computes what the reference does; a block it cannot read
- * still gets its transform */
+ * still gets its transform. Register tiles stay within AVX2's 12
+ * accumulators, so every case holds with 8- and 16-float vectors. */
 static void test_reads_producer_blocks(void **state) {
   (void)state;
   static const struct { const char *a, *b; int k3, transforms; } cases[] = {
       /* Winograd ic_bn 16 from NCHW32c, ic_bn 32 from NCHW16c */
-      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
-       "conv2d_winograd:tile=2,ic_bn=16,oc_bn=16,t_bn=7,par=0,stage=0,unroll_c=1,oc_split=1", 1, 1},
-      {"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=7,oh_bn=2,unroll_kw=0,order=1,par=1",
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=2,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_winograd:tile=2,ic_bn=16,oc_bn=16,t_bn=6,par=0,stage=0,unroll_c=1,oc_split=1", 1, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=16,ow_bn=3,oh_bn=2,unroll_kw=0,order=1,par=1",
        "conv2d_winograd:tile=4,ic_bn=32,oc_bn=16,t_bn=4,par=1,stage=0,unroll_c=0,oc_split=1", 1, 1},
       /* direct 3×3 with ic_bn 8 from NCHW32c, both loop orders */
-      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
-       "conv2d_nchwc:ic_bn=8,oc_bn=16,ow_bn=7,oh_bn=2,unroll_kw=1,order=0,par=1", 1, 1},
-      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
-       "conv2d_nchwc:ic_bn=8,oc_bn=16,ow_bn=14,oh_bn=1,unroll_kw=0,order=1,par=0", 1, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=2,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_nchwc:ic_bn=8,oc_bn=16,ow_bn=3,oh_bn=2,unroll_kw=1,order=0,par=1", 1, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=2,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_nchwc:ic_bn=8,oc_bn=16,ow_bn=6,oh_bn=1,unroll_kw=0,order=1,par=0", 1, 1},
       /* 1×1 with ic_bn 8 from NCHW32c, unrolled and not */
-      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0", "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=14,unroll_ic=0,loop=1", 0, 1},
-      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0", "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=7,unroll_ic=1,loop=0", 0, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=2,oh_bn=1,unroll_kw=1,order=0,par=0", "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=6,unroll_ic=0,loop=1", 0, 1},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=2,oh_bn=1,unroll_kw=1,order=0,par=0", "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=5,unroll_ic=1,loop=0", 0, 1},
       /* direct with ic_bn 64 from NCHW32c: transformed first */
-      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=1,order=0,par=0",
-       "conv2d_nchwc:ic_bn=64,oc_bn=16,ow_bn=7,oh_bn=2,unroll_kw=1,order=0,par=1", 1, 2},
+      {"conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=2,oh_bn=1,unroll_kw=1,order=0,par=0",
+       "conv2d_nchwc:ic_bn=64,oc_bn=16,ow_bn=3,oh_bn=2,unroll_kw=1,order=0,par=1", 1, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     conv_workload wa = {1, 64, 14, 14, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
@@ -521,25 +533,26 @@ static int count_joined(const char *text, const pipeline_opts *o) {
  * reading part of each stored block (ic_bn 8 of 16), output blocks ending
  * in part of a vector (24 = 16 + 8), a batch of 2, NCHW and blocked output;
  * where the depthwise output also feeds something else, or the join says
- * no, the two stay apart and still match. */
+ * no, the two stay apart and still match. Register tiles stay within
+ * AVX2's 12 accumulators, so every case holds with 8- and 16-float vectors. */
 static void test_dw_into_1x1_matches_reference(void **state) {
   (void)state;
   static const struct {
     int N, C, H, W, R, st, K, pool, also, all, joined;
     const char *dw, *pw;
   } cases[] = {
-      {1, 32, 14, 13, 3, 1, 24, 0, 0, 1, 1, "conv2d_depthwise:c_bn=16,ow_bn=12,unroll_kw=1,par=0",
-       "conv2d_1x1:ic_bn=16,oc_bn=24,m_bn=5,unroll_ic=0,loop=1"},
+      {1, 32, 14, 13, 3, 1, 24, 0, 0, 1, 1, "conv2d_depthwise:c_bn=16,ow_bn=6,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=16,oc_bn=24,m_bn=4,unroll_ic=0,loop=1"},
       {1, 48, 13, 13, 3, 2, 32, 1, 0, 1, 1, "conv2d_depthwise:c_bn=16,ow_bn=3,unroll_kw=0,par=1",
-       "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=7,unroll_ic=1,loop=0"},
-      {2, 32, 9, 9, 5, 1, 16, 0, 0, 1, 1, "conv2d_depthwise:c_bn=32,ow_bn=4,unroll_kw=1,par=0",
-       "conv2d_1x1:ic_bn=32,oc_bn=16,m_bn=28,unroll_ic=1,loop=1"},
+       "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=5,unroll_ic=1,loop=0"},
+      {2, 32, 9, 9, 5, 1, 16, 0, 0, 1, 1, "conv2d_depthwise:c_bn=32,ow_bn=3,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=32,oc_bn=16,m_bn=6,unroll_ic=1,loop=1"},
       /* the depthwise output also read by the residual add: apart */
-      {1, 32, 14, 13, 3, 1, 32, 0, 1, 1, 0, "conv2d_depthwise:c_bn=16,ow_bn=12,unroll_kw=1,par=0",
-       "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=14,unroll_ic=0,loop=1"},
+      {1, 32, 14, 13, 3, 1, 32, 0, 1, 1, 0, "conv2d_depthwise:c_bn=16,ow_bn=6,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=6,unroll_ic=0,loop=1"},
       /* small: the build's rule keeps them apart */
-      {1, 32, 14, 13, 3, 1, 24, 0, 0, 0, 0, "conv2d_depthwise:c_bn=16,ow_bn=12,unroll_kw=1,par=0",
-       "conv2d_1x1:ic_bn=16,oc_bn=24,m_bn=5,unroll_ic=0,loop=1"},
+      {1, 32, 14, 13, 3, 1, 24, 0, 0, 0, 0, "conv2d_depthwise:c_bn=16,ow_bn=6,unroll_kw=1,par=0",
+       "conv2d_1x1:ic_bn=16,oc_bn=24,m_bn=4,unroll_ic=0,loop=1"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (part >= 0 && (int)(i % 2) != part) continue;

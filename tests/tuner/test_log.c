@@ -35,7 +35,7 @@ static void fake_db(const char *name, uint64_t seed, int trials) {
   memset(&t, 0, sizeof t);
   t.w = (conv_workload){1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   workload_key(&t.w, t.key, sizeof t.key);
-  space_build(&t.w, 16, &t.space);
+  space_build(&t.w, host_vec(), &t.space);
   t.count = 1;
   t.flops = workload_flops(&t.w);
   tune_opts o = {.trials = trials, .search = SEARCH_RANDOM, .seed = seed, .m = {.threads = 1, .repeat = 3}, .measure = fake, .top_k = 2};

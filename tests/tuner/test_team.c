@@ -59,7 +59,7 @@ static void make_tasks(tune_task *t) {
     memset(&t[i], 0, sizeof t[i]);
     t[i].w = (conv_workload){1, 16 + 16 * i, 14, 14, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
     workload_key(&t[i].w, t[i].key, sizeof t[i].key);
-    space_build(&t[i].w, 16, &t[i].space);
+    space_build(&t[i].w, host_vec(), &t[i].space);
     t[i].count = 1;
     t[i].flops = workload_flops(&t[i].w);
   }

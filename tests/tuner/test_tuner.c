@@ -43,14 +43,21 @@ static measure_result fake_measure(void *ctx, const tune_task *t, const sched_co
   return m;
 }
 
-static void make_task(tune_task *t, int C, int HW, int K) {
+/* a task whose space is built for vec-float vectors: 16 where only the fake
+ * landscape measures it (the same space, and so the same search, on every
+ * machine); host_vec() where its records carry the host's target (a log
+ * exported and read back checks each config against that target's space)
+ * or the real runner compiles it */
+static void make_task_vec(tune_task *t, int C, int HW, int K, int vec) {
   memset(t, 0, sizeof *t);
   t->w = (conv_workload){1, C, HW, HW, K, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   workload_key(&t->w, t->key, sizeof t->key);
-  space_build(&t->w, 16, &t->space);
+  space_build(&t->w, vec, &t->space);
   t->count = 1;
   t->flops = workload_flops(&t->w);
 }
+
+static void make_task(tune_task *t, int C, int HW, int K) { make_task_vec(t, C, HW, K, 16); }
 
 /* the index of the task's default config */
 static int64_t default_index(const tune_task *t) {
@@ -244,7 +251,7 @@ static int export_best(temper_db *db, const char *tag, char *path, size_t n) {
 static void test_pretuned_first(void **state) {
   (void)state;
   tune_task t;
-  make_task(&t, 64, 56, 64);
+  make_task_vec(&t, 64, 56, 64, host_vec());
   int64_t def_idx = default_index(&t);
   temper_db *db = NULL;
   char err[512];
@@ -290,8 +297,8 @@ static void test_pretuned_first(void **state) {
 static void test_pretuned_cost_model(void **state) {
   (void)state;
   tune_task a, b;
-  make_task(&a, 64, 28, 64);
-  make_task(&b, 32, 14, 64);
+  make_task_vec(&a, 64, 28, 64, host_vec());
+  make_task_vec(&b, 32, 14, 64, host_vec());
   temper_db *db = NULL;
   char err[512];
   diag d = {0};
@@ -400,7 +407,7 @@ static runner_hook pick_hook(void *ctx, const tune_task *t, int64_t index) {
 static void test_real_tune_records_and_errors(void **state) {
   (void)state;
   tune_task t;
-  make_task(&t, 16, 10, 32);
+  make_task_vec(&t, 16, 10, 32, host_vec());
   char *path = tmpdb("real");
   temper_db *db = NULL;
   char err[512];
