@@ -12,10 +12,23 @@
 
 temper_status engine_create(temper_engine **out, diag *d) {
   *out = NULL;
+  cg_target host;
+  temper_status s = cg_host_target(&host, d);
+  return s ? s : engine_create_for(out, &host, d);
+}
+
+temper_status engine_create_for(temper_engine **out, const cg_target *t, diag *d) {
+  *out = NULL;
+  cg_target host;
+  temper_status s = cg_host_target(&host, d);
+  if (s) return s;
+  if (t->vec > host.vec)
+    return diag_fail(d, TEMPER_EINVAL, "this machine (%s, %d-float vectors) cannot run code for %s (%d-float vectors)", host.cpu, host.vec,
+                     t->cpu, t->vec);
   temper_engine *e = calloc(1, sizeof *e);
   if (!e) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
-  temper_status s = cg_host_target(&e->target, d);
-  if (!s) s = cg_jit_create(&e->jit, &e->target, d);
+  e->target = *t;
+  s = cg_jit_create(&e->jit, &e->target, d);
   if (s) { free(e); return s; }
   *out = e;
   return TEMPER_OK;

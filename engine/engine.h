@@ -25,6 +25,10 @@ struct temper_engine {
 };
 
 temper_status engine_create(temper_engine **out, diag *d);
+/* An engine compiling for target t instead of the host, whose kernels run
+ * here: t's vectors must be no wider than the host's (tests and the
+ * differential tester run AVX2 code on AVX-512 machines this way). */
+temper_status engine_create_for(temper_engine **out, const cg_target *t, diag *d);
 void engine_destroy(temper_engine *e);
 /* engine_lower: a primitive function → one kernel; any other function → the
  * kernels of the primitive functions it calls, in call order (repeats share
