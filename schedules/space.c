@@ -474,8 +474,16 @@ static const knob *knob_of(const tmpl_space *t, knob_id k) {
  * bytes per cycle (measured: ResNet-50's s4_3x3_256_s2 lost 0.4 ms reading
  * its 2.4 MB of weights once per row, 33 MB). */
 typedef struct tile_cost { double fma_vecs; double l2_half; } tile_cost;
+/* Latency: each accumulator is a chain of dependent FMAs (4 cycles each),
+ * so two FMA units need 8 chains in flight and run short of them, with the
+ * loads that feed them, below about 10. Only AVX2's 16 registers leave so
+ * few: four vectors by two positions (8 accumulators) ran ResNet-50's
+ * deep 1×1 layers at 44–49 GFLOP/s where two vectors by six ran them at
+ * 72–95, on a Zen 3 core of 100 (bench/RESULTS.md, 2026-12-06). */
+enum { FMA_CHAINS = 10 };
 static double tile_cycles(const tile_cost *tc, int64_t nv, int64_t p, double waste, double traffic_bytes) {
-  return tc->fma_vecs * 0.5 * (1.0 + (double)(nv + p) / (double)(nv * p)) * waste + traffic_bytes / 16.0;
+  double acc = (double)(nv * p), short_of_chains = acc < FMA_CHAINS ? FMA_CHAINS / acc : 1.0;
+  return tc->fma_vecs * 0.5 * (1.0 + (double)(nv + p) / (double)(nv * p)) * short_of_chains * waste + traffic_bytes / 16.0;
 }
 /* blocks narrower than a vector, or ending in part of one, use part of their FMAs */
 static double lane_waste(int64_t ob, int vec) { return (double)(vectors_of(ob, vec) * vec) / (double)ob; }
