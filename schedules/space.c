@@ -572,11 +572,29 @@ static void default_1x1(const task_space *s, const tmpl_space *t, sched_config *
   for (int i = 0; i < ko->n; i++) {
     int64_t ob = ko->vals[i], nv = vectors_of(ob, s->vec);
     if (nv > 4 || acc_cap(s, nv) < nv) continue;
+    /* one vector of 8 channels: a broadcast from memory per FMA, which a
+     * Zen 3 core runs at 74 % of its register speed (bench/peak); 8 × 10
+     * ran ResNet-50's deep 1×1 layers at 0.57–0.77× oneDNN where 16 × 5
+     * ran them at 0.67–1.00× (5 of 6 pairs), in spite of twice the passes
+     * over the weights. Where two vectors fit the channels, not one. */
+    if (s->vec < 16 && nv == 1 && w->K >= 2 * s->vec && ob < w->K) continue;
     for (int j = 0; j < km->n; j++)
       for (int loop = 0; loop < 2; loop++) {
         int64_t m = km->vals[j];
         if (m * nv > acc_cap(s, nv)) continue;
-        double traffic = loop ? reread(&tc, wbytes, (M + m - 1) / m) : reread(&tc, xbytes, w->K / ob);
+        /* output-channel blocks outer re-read the input as gathers (each
+         * tile takes m positions' ib channels from every one of C / ib
+         * planes), positions outer the weights as one stream that the
+         * runtime prefetches: with 8-float vectors a gathered byte is
+         * charged as 4. On Zen 3 (AVX2: blocks of 16 channels, K / 16
+         * passes over the input) positions outer ran ResNet-50's deep 1×1
+         * layers at 0.76–1.07× oneDNN and channels outer at 0.60–0.82×
+         * (18 of 18 pairs). With AVX-512 (blocks of 64, a quarter of the
+         * passes) the same charge would move 5 of ResNet-50's and
+         * MobileNetV2's defaults that were measured as they are: kept
+         * until measured there. */
+        double gather = s->vec < 16 ? 4 : 1;
+        double traffic = loop ? reread(&tc, wbytes, (M + m - 1) / m) : gather * reread(&tc, xbytes, w->K / ob);
         double cy = tile_cycles(&tc, nv, m, overhang(M, m) * lane_waste(ob, s->vec), traffic);
         if (cy < best * (1 - 1e-9)) best = cy, b_ob = ob, b_m = m, b_loop = loop;
       }

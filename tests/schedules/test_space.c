@@ -100,6 +100,12 @@ static void test_defaults_fit_the_machine(void **state) {
     build_for(&deep_avx2[i], 8, 32 << 10, 512 << 10, &sp);
     config_default(&sp, &c);
     assert_true(accumulators(&sp, &c) >= 10);
+    /* a 1×1: two vectors of channels (one would broadcast per FMA), and
+     * positions outer (channel blocks outer gather the input K / 16 times) */
+    if (c.tmpl == TMPL_1X1) {
+      assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 16);
+      assert_int_equal(cfg_get(&sp, &c, K_LOOP), 1);
+    }
   }
   build_for(&deep, 16, 48 << 10, 2 << 20, &sp);
   config_default(&sp, &c);
