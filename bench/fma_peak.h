@@ -10,12 +10,19 @@
 
 #include <immintrin.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #define FMA_PEAK_ITERS 20000000L
-#define FMA_ACC24(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) \
-                     X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)
-#define FMA_ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+/* X(i, ...) for each chain i, the rest of the arguments passed on */
+#define FMA_ACC24(X, ...) \
+    X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) X(5, __VA_ARGS__) \
+    X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__) X(9, __VA_ARGS__) X(10, __VA_ARGS__) X(11, __VA_ARGS__) \
+    X(12, __VA_ARGS__) X(13, __VA_ARGS__) X(14, __VA_ARGS__) X(15, __VA_ARGS__) X(16, __VA_ARGS__) X(17, __VA_ARGS__) \
+    X(18, __VA_ARGS__) X(19, __VA_ARGS__) X(20, __VA_ARGS__) X(21, __VA_ARGS__) X(22, __VA_ARGS__) X(23, __VA_ARGS__)
+#define FMA_ACC12(X, ...) \
+    X(0, __VA_ARGS__) X(1, __VA_ARGS__) X(2, __VA_ARGS__) X(3, __VA_ARGS__) X(4, __VA_ARGS__) X(5, __VA_ARGS__) \
+    X(6, __VA_ARGS__) X(7, __VA_ARGS__) X(8, __VA_ARGS__) X(9, __VA_ARGS__) X(10, __VA_ARGS__) X(11, __VA_ARGS__)
 
 static volatile float fma_peak_sink;
 
@@ -25,65 +32,40 @@ static double fma_peak_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- 512-bit ---- */
-__attribute__((target("avx512f"))) static double fma_peak_512(int bcast) {
-  float mem[32];
-  for (int i = 0; i < 32; i++) mem[i] = 1e-3f * (float)i;
-  __m512 b = _mm512_set1_ps(1e-3f), c = _mm512_set1_ps(0.999f);
-#define FMA_DECL512(i) __m512 a##i = _mm512_set1_ps((float)i);
-  FMA_ACC24(FMA_DECL512)
-  double t0 = fma_peak_now();
-  if (bcast) {
-    for (long it = 0; it < FMA_PEAK_ITERS; it++) {
-#define FMA_STEPB512(i) a##i = _mm512_fmadd_ps(_mm512_set1_ps(mem[i]), c, a##i);
-      FMA_ACC24(FMA_STEPB512)
-      __asm__ volatile("" : : : "memory");
-    }
-  } else {
-    for (long it = 0; it < FMA_PEAK_ITERS; it++) {
-#define FMA_STEP512(i) a##i = _mm512_fmadd_ps(a##i, c, b);
-      FMA_ACC24(FMA_STEP512)
-      __asm__ volatile("" : : : "memory");
-    }
+/* One width's measurement as a function NAME compiled for TARGET: V the
+ * vector type, LANES floats in it; SET1, FMADD, BCAST (a float's address
+ * to a vector) and ADD its intrinsics; ACC the chains, N their count. */
+#define FMA_DECL(i, V, SET1, FMADD, BCAST, ADD) V a##i = SET1((float)i);
+#define FMA_STEP(i, V, SET1, FMADD, BCAST, ADD) a##i = FMADD(a##i, c, b);
+#define FMA_STEPB(i, V, SET1, FMADD, BCAST, ADD) a##i = FMADD(BCAST(&mem[i]), c, a##i);
+#define FMA_SUM(i, V, SET1, FMADD, BCAST, ADD) r = ADD(r, a##i);
+#define FMA_PEAK_FN(NAME, TARGET, V, LANES, ACC, N, ...)                                   \
+  __attribute__((target(TARGET))) static double NAME(int bcast) {                          \
+    float mem[32];                                                                         \
+    for (int i = 0; i < 32; i++) mem[i] = 1e-3f * (float)i;                                \
+    V b, c, r;                                                                             \
+    FMA_PEAK_SET(b, 1e-3f, __VA_ARGS__);                                                   \
+    FMA_PEAK_SET(c, 0.999f, __VA_ARGS__);                                                  \
+    ACC(FMA_DECL, V, __VA_ARGS__)                                                          \
+    double t0 = fma_peak_now();                                                            \
+    for (long it = 0; it < FMA_PEAK_ITERS; it++) {                                         \
+      if (bcast) { ACC(FMA_STEPB, V, __VA_ARGS__) }                                        \
+      else { ACC(FMA_STEP, V, __VA_ARGS__) }                                               \
+      __asm__ volatile("" : : : "memory");                                                 \
+    }                                                                                      \
+    double gflops = (double)FMA_PEAK_ITERS * N * LANES * 2 / (fma_peak_now() - t0) * 1e-9; \
+    FMA_PEAK_SET(r, 0.0f, __VA_ARGS__);                                                    \
+    ACC(FMA_SUM, V, __VA_ARGS__)                                                           \
+    float lanes[LANES];                                                                    \
+    memcpy(lanes, &r, sizeof lanes);                                                       \
+    fma_peak_sink = lanes[0] + lanes[LANES - 1];                                           \
+    return gflops;                                                                         \
   }
-  double t = fma_peak_now() - t0;
-  __m512 r = _mm512_setzero_ps();
-#define FMA_SUM512(i) r = _mm512_add_ps(r, a##i);
-  FMA_ACC24(FMA_SUM512)
-  fma_peak_sink = _mm512_reduce_add_ps(r);
-  return (double)FMA_PEAK_ITERS * 24 * 16 * 2 / t * 1e-9;
-}
+#define FMA_PEAK_SET(x, v, SET1, FMADD, BCAST, ADD) x = SET1(v)
+#define FMA_BCAST512(p) _mm512_set1_ps(*(p))
 
-/* ---- 256-bit ---- */
-__attribute__((target("avx2,fma"))) static double fma_peak_256(int bcast) {
-  float mem[16];
-  for (int i = 0; i < 16; i++) mem[i] = 1e-3f * (float)i;
-  __m256 b = _mm256_set1_ps(1e-3f), c = _mm256_set1_ps(0.999f);
-#define FMA_DECL256(i) __m256 a##i = _mm256_set1_ps((float)i);
-  FMA_ACC12(FMA_DECL256)
-  double t0 = fma_peak_now();
-  if (bcast) {
-    for (long it = 0; it < FMA_PEAK_ITERS; it++) {
-#define FMA_STEPB256(i) a##i = _mm256_fmadd_ps(_mm256_broadcast_ss(&mem[i]), c, a##i);
-      FMA_ACC12(FMA_STEPB256)
-      __asm__ volatile("" : : : "memory");
-    }
-  } else {
-    for (long it = 0; it < FMA_PEAK_ITERS; it++) {
-#define FMA_STEP256(i) a##i = _mm256_fmadd_ps(a##i, c, b);
-      FMA_ACC12(FMA_STEP256)
-      __asm__ volatile("" : : : "memory");
-    }
-  }
-  double t = fma_peak_now() - t0;
-  __m256 r = _mm256_setzero_ps();
-#define FMA_SUM256(i) r = _mm256_add_ps(r, a##i);
-  FMA_ACC12(FMA_SUM256)
-  float lanes[8];
-  _mm256_storeu_ps(lanes, r);
-  fma_peak_sink = lanes[0] + lanes[7];
-  return (double)FMA_PEAK_ITERS * 12 * 8 * 2 / t * 1e-9;
-}
+FMA_PEAK_FN(fma_peak_512, "avx512f", __m512, 16, FMA_ACC24, 24, _mm512_set1_ps, _mm512_fmadd_ps, FMA_BCAST512, _mm512_add_ps)
+FMA_PEAK_FN(fma_peak_256, "avx2,fma", __m256, 8, FMA_ACC12, 12, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_broadcast_ss, _mm256_add_ps)
 
 /* The vector width fma_peak_thread uses on this CPU, in bits; 0: neither. */
 static int fma_peak_bits(void) {
