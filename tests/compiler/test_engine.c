@@ -167,6 +167,26 @@ static void test_unreadable_input_block_refused(void **state) {
       TEMPER_EINTERNAL, "the layouts (NCHW16c, OIHW32i16o, NCHW16c) do not match the schedule");
 }
 
+/* an engine for a target wider than the host is refused by name; one for
+ * the host's own target compiles */
+static void test_engine_for_target(void **state) {
+  (void)state;
+  cg_target t;
+  diag d = {0};
+  assert_int_equal(cg_host_target(&t, &d), TEMPER_OK);
+  t.vec *= 2;
+  snprintf(t.cpu, sizeof t.cpu, "wider");
+  temper_engine *e = NULL;
+  assert_int_equal(engine_create_for(&e, &t, &d), TEMPER_EINVAL);
+  assert_null(e);
+  assert_non_null(strstr(d.msg, "cannot run code for wider"));
+  t.vec /= 2;
+  d = (diag){0};
+  assert_int_equal(engine_create_for(&e, &t, &d), TEMPER_OK);
+  assert_int_equal(e->target.vec, t.vec);
+  engine_destroy(e);
+}
+
 static void test_unfused_op_in_main_refused(void **state) {
   (void)state;
   temper_graph *g = parse_ok("def @main(%x: Tensor[(4), float32]) { nn.relu(%x) }");
@@ -502,7 +522,7 @@ int main(void) {
       cmocka_unit_test(test_seed_lower_and_run),
       cmocka_unit_test(test_two_complex_ops_refused),
       cmocka_unit_test(test_unfused_op_in_main_refused),
-      cmocka_unit_test(test_unreadable_input_block_refused),
+      cmocka_unit_test(test_unreadable_input_block_refused), cmocka_unit_test(test_engine_for_target),
       cmocka_unit_test(test_cache_shares_identical_functions),
       cmocka_unit_test(test_every_op_against_reference),
       cmocka_unit_test(test_resnet_block_against_reference),
