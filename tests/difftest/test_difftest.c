@@ -130,7 +130,8 @@ static void test_mixed_blocks(void **state) { (void)state; run_networks(DT_MIXED
 static void test_regressions(void **state) {
   (void)state;
   static const char *const cases[] = {"layout_12c_8c", "grouped_after_conv", "input_transform_in_epilogue", "winograd_ic_bn_23",
-                                       "ceil_pool_trailing_window", "winograd_narrow_producer_blocks", "cancel_then_clip"};
+                                       "ceil_pool_trailing_window", "winograd_narrow_producer_blocks", "cancel_then_clip",
+                                       "block_of_six_vectors"};
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char path[256];
     snprintf(path, sizeof path, "tests/data/difftest/%s.relay", cases[i]);
@@ -208,7 +209,7 @@ static void test_case_replays(void **state) {
   scratch_remove(dir);
 }
 
-/* argv[1]: "base" (generator, regressions, replay) or a mode's name, so
+/* argv[1]: "base" (generator, regressions, replay), "regressions", or a mode's name, so
  * ctest runs the parts side by side; none: everything */
 int main(int argc, char **argv) {
   const struct CMUnitTest base[] = {
@@ -219,9 +220,12 @@ int main(int argc, char **argv) {
   };
   const struct CMUnitTest modes[DT_MODE_COUNT][1] = {
       {cmocka_unit_test(test_default_configs)}, {cmocka_unit_test(test_random_configs)}, {cmocka_unit_test(test_mixed_blocks)}};
+  const struct CMUnitTest regressions[] = {cmocka_unit_test(test_regressions)};
   const char *part = argc > 1 ? argv[1] : NULL;
   int rc = 0;
   if (!part || !strcmp(part, "base")) rc |= cmocka_run_group_tests_name("base", base, engine_setup, engine_teardown);
+  /* the kept networks alone (ctest reruns them compiled for AVX2) */
+  if (part && !strcmp(part, "regressions")) rc |= cmocka_run_group_tests_name("regressions", regressions, engine_setup, engine_teardown);
   for (int m = 0; m < DT_MODE_COUNT; m++)
     if (!part || !strcmp(part, dt_mode_names[m])) rc |= _cmocka_run_group_tests(dt_mode_names[m], modes[m], 1, engine_setup, engine_teardown);
   return rc;
