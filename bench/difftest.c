@@ -29,6 +29,7 @@ typedef struct opts {
   int threads, timeout, fork, quiet;
   const char *out;
   const char *target;   /* --target CPU: compile for it (no wider than the host) instead of the host */
+  cg_target tgt;        /* the target, read once in main */
 } opts;
 
 typedef struct totals { long networks, runs, kernels, joined, configs, mismatches, errors, crashes, timeouts, ill; double worst; } totals;
@@ -38,9 +39,7 @@ typedef struct totals { long networks, runs, kernels, joined, configs, mismatche
 static int one_network(const opts *o, uint64_t seed, FILE *report) {
   diag d = {0};
   temper_engine *e = NULL;
-  cg_target t;
-  if (o->target && target_from_spec(o->target, &t)) { fprintf(stderr, "difftest: unknown target '%s'\n", o->target); return 1; }
-  if (o->target ? engine_create_for(&e, &t, &d) : engine_create(&e, &d)) { fprintf(stderr, "difftest: %s\n", d.msg); return 1; }
+  if (o->target ? engine_create_for(&e, &o->tgt, &d) : engine_create(&e, &d)) { fprintf(stderr, "difftest: %s\n", d.msg); return 1; }
   char *text = dt_generate(seed, NULL);
   if (!text) { engine_destroy(e); return 1; }
   long kernels = 0, joined = 0, configs = 0, mismatches = 0, errors = 0, ill = 0;
@@ -133,15 +132,14 @@ int main(int argc, char **argv) {
     else return usage();
   }
   if (o.count < 1 || o.threads < 1 || o.threads > 256 || o.timeout < 1) return usage();
-  cg_target tt;
-  if (o.target && target_from_spec(o.target, &tt)) {
+  if (o.target && target_from_spec(o.target, &o.tgt)) {
     fprintf(stderr, "difftest: unknown target '%s': a CPU name as temper build --target takes (x86-64-v3: AVX2)\n", o.target);
     return 2;
   }
   if (o.target) {   /* one that this machine cannot run: said once, not as a crash per network */
     temper_engine *probe = NULL;
     diag d = {0};
-    if (engine_create_for(&probe, &tt, &d)) { fprintf(stderr, "difftest: %s\n", d.msg); return 2; }
+    if (engine_create_for(&probe, &o.tgt, &d)) { fprintf(stderr, "difftest: %s\n", d.msg); return 2; }
     engine_destroy(probe);
   }
   if (mkdir(o.out, 0777) && errno != EEXIST) { fprintf(stderr, "difftest: %s: %s\n", o.out, strerror(errno)); return 1; }

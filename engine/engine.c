@@ -10,11 +10,23 @@
 #include "schedules.h"
 #include "space.h"
 
+/* an engine for target t, unchecked */
+static temper_status engine_new(temper_engine **out, const cg_target *t, diag *d) {
+  *out = NULL;
+  temper_engine *e = calloc(1, sizeof *e);
+  if (!e) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
+  e->target = *t;
+  temper_status s = cg_jit_create(&e->jit, &e->target, d);
+  if (s) { free(e); return s; }
+  *out = e;
+  return TEMPER_OK;
+}
+
 temper_status engine_create(temper_engine **out, diag *d) {
   *out = NULL;
   cg_target host;
   temper_status s = cg_host_target(&host, d);
-  return s ? s : engine_create_for(out, &host, d);
+  return s ? s : engine_new(out, &host, d);
 }
 
 temper_status engine_create_for(temper_engine **out, const cg_target *t, diag *d) {
@@ -25,13 +37,7 @@ temper_status engine_create_for(temper_engine **out, const cg_target *t, diag *d
   if (t->vec > host.vec)
     return diag_fail(d, TEMPER_EINVAL, "this machine (%s, %d-float vectors) cannot run code for %s (%d-float vectors)", host.cpu, host.vec,
                      t->cpu, t->vec);
-  temper_engine *e = calloc(1, sizeof *e);
-  if (!e) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
-  e->target = *t;
-  s = cg_jit_create(&e->jit, &e->target, d);
-  if (s) { free(e); return s; }
-  *out = e;
-  return TEMPER_OK;
+  return engine_new(out, t, d);
 }
 
 void engine_destroy(temper_engine *e) {

@@ -577,7 +577,7 @@ static void default_1x1(const task_space *s, const tmpl_space *t, sched_config *
      * ran ResNet-50's deep 1×1 layers at 0.57–0.77× oneDNN where 16 × 5
      * ran them at 0.67–1.00× (5 of 6 pairs), in spite of twice the passes
      * over the weights. Where two vectors fit the channels, not one. */
-    if (s->vec < 16 && nv == 1 && w->K >= 2 * s->vec && ob < w->K) continue;
+    if (s->vec < 16 && nv == 1 && w->K >= 2 * s->vec) continue;
     for (int j = 0; j < km->n; j++)
       for (int loop = 0; loop < 2; loop++) {
         int64_t m = km->vals[j];

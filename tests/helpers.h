@@ -111,16 +111,17 @@ static inline int engine_setup(void **state) {
     fprintf(stderr, "TEMPER_TEST_TARGET=%s: not a known CPU\n", spec);
     return -1;
   }
-  if (t.vec >= host_vec()) {
+  int hv = host_vec();
+  if (t.vec >= hv) {
     fprintf(stderr, "TEMPER_TEST_TARGET=%s: %d-float vectors, and this machine's are %d: skipped (the host run covers it)\n", spec,
-            t.vec, host_vec());
+            t.vec, hv);
     exit(TEST_SKIP_EXIT);
   }
   if (engine_create_for(&engine, &t, &d)) {
     fprintf(stderr, "TEMPER_TEST_TARGET=%s: %s\n", spec, d.msg);
     return -1;
   }
-  fprintf(stderr, "compiling for %s (%d-float vectors) on a machine with %d\n", spec, t.vec, host_vec());
+  fprintf(stderr, "compiling for %s (%d-float vectors) on a machine with %d\n", spec, t.vec, hv);
   return 0;
 }
 static inline int engine_teardown(void **state) {
