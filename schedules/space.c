@@ -643,8 +643,9 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
   int vec = s->vec;
   const tmpl_space *t = space_tmpl(s, TMPL_DEPTHWISE);
   if (!t) t = space_tmpl(s, TMPL_1X1);
-  /* wide layers: Winograd where one tile block of all the tiles fits (below) */
-  int wide = w->C * w->K > 256 * 256 && 4 * 16 * w->C * winograd_tiles(w, 2) <= s->l2 / 2;
+  /* wide layers: Winograd where the transformed input of one tile block of
+   * all the tiles fits L2 (below) */
+  int wide = w->C * w->K > 256 * 256 && 4 * 16 * w->C * winograd_tiles(w, 2) <= s->l2;
   if (!t && allow_winograd && w->C >= vec && w->K >= vec &&
       ((w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64) || wide))
     t = space_tmpl(s, TMPL_WINOGRAD);
@@ -676,18 +677,28 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
        * F(2×2, 3×3)), where a direct convolution read 9.4 MB of weights
        * and Winograd reads 16 MB, from memory in a whole network: one tile
        * block of all the tiles in register tiles of about equal size (8 +
-       * 8), so that the weights are read once, and two output-channel
+       * 8; with AVX2's 6-tile register tiles, 4 × 4: the knob has no 3),
+       * so that the weights are read once, and two output-channel
        * groups for two threads. Stage 0 keeps M to one oc-block. ResNet-50
        * on Zen 5: 0.95× at one thread, 0.99× at two (bench/RESULTS.md);
-       * 1.0–1.3 ms per layer in sequence against 1.3–1.6 direct. */
+       * 1.0–1.3 ms per layer in sequence against 1.3–1.6 direct. The
+       * block's transformed input may fill L2: on Zen 3 (512 KB L2, the
+       * input 512 KB) 1.5 ms in sequence at two threads against 2.6 direct */
       int64_t tiles = winograd_tiles(w, 2), ob, nv, tbmax, r;
       set_knob(t, c, K_IC_BN, vec);
       set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
       ob = cfg_get(s, c, K_OC_BN), nv = vectors_of(ob, vec);
       tbmax = s->regs / nv < 14 ? s->regs / nv : 14;
       r = (tiles + tbmax - 1) / tbmax;
+      const knob *kb = knob_of(t, K_T_BLK);   /* the fewest register tiles that cover all the tiles */
+      set_knob(t, c, K_T_BLK, kb->vals[kb->n - 1]);
+      for (int j = kb->n - 1; j >= 0; j--)
+        if (kb->vals[j] >= r) set_knob(t, c, K_T_BLK, kb->vals[j]);
+      r = cfg_get(s, c, K_T_BLK);
+      const knob *kt = knob_of(t, K_T_BN);   /* the fewest tiles per register tile that cover them */
       set_knob(t, c, K_T_BN, (tiles + r - 1) / r);
-      set_knob(t, c, K_T_BLK, r);
+      for (int j = kt->n - 1; j >= 0; j--)
+        if (kt->vals[j] <= tbmax && kt->vals[j] * r >= tiles) set_knob(t, c, K_T_BN, kt->vals[j]);
       set_knob(t, c, K_PAR, 0);
       set_knob(t, c, K_STAGE, 0);
       set_knob(t, c, K_UNROLL_C, 0);
