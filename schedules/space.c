@@ -459,6 +459,19 @@ static const knob *knob_of(const tmpl_space *t, knob_id k) {
   return NULL;
 }
 
+/* the smallest candidate v of knob k of t, at most max, with v·each ≥ need
+ * (how many register tiles, or tiles per register tile, cover a block);
+ * the largest at most max where none does */
+static int64_t fewest_covering(const tmpl_space *t, knob_id k, int64_t each, int64_t need, int64_t max) {
+  const knob *kn = knob_of(t, k);
+  int64_t best = kn->vals[0];
+  for (int j = 0; j < kn->n && kn->vals[j] <= max; j++) {
+    best = kn->vals[j];
+    if (best * each >= need) break;
+  }
+  return best;
+}
+
 /* The cost model of the default direct configs, in cycles of one core.
  * Compute: a register tile of nv accumulator vectors (output channels) by p
  * positions loads nv weight vectors and p broadcasts per reduction step for
@@ -627,9 +640,7 @@ static int one_block_two_groups(const task_space *s, const tmpl_space *t, sched_
   int64_t ob = cfg_get(s, c, K_OC_BN), v, m2;
   set_knob(t, c, K_T_BLK, (tiles + tb - 1) / tb);
   int64_t r = cfg_get(s, c, K_T_BLK);
-  const knob *kt = knob_of(t, K_T_BN);   /* the fewest tiles per register tile that cover the block */
-  for (int i = kt->n - 1; i >= 0; i--)
-    if (kt->vals[i] <= tb && kt->vals[i] * r >= tiles) set_knob(t, c, K_T_BN, kt->vals[i]);
+  set_knob(t, c, K_T_BN, fewest_covering(t, K_T_BN, r, tiles, tb));
   set_knob(t, c, K_STAGE, 0);
   set_knob(t, c, K_OC_SPLIT, (s->w.K / ob) % 2 == 0 ? 2 : 1);
   winograd_scratch(s, c, &v, &m2);
@@ -690,15 +701,9 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
       ob = cfg_get(s, c, K_OC_BN), nv = vectors_of(ob, vec);
       tbmax = s->regs / nv < 14 ? s->regs / nv : 14;
       r = (tiles + tbmax - 1) / tbmax;
-      const knob *kb = knob_of(t, K_T_BLK);   /* the fewest register tiles that cover all the tiles */
-      set_knob(t, c, K_T_BLK, kb->vals[kb->n - 1]);
-      for (int j = kb->n - 1; j >= 0; j--)
-        if (kb->vals[j] >= r) set_knob(t, c, K_T_BLK, kb->vals[j]);
+      set_knob(t, c, K_T_BLK, fewest_covering(t, K_T_BLK, 1, r, INT64_MAX));
       r = cfg_get(s, c, K_T_BLK);
-      const knob *kt = knob_of(t, K_T_BN);   /* the fewest tiles per register tile that cover them */
-      set_knob(t, c, K_T_BN, (tiles + r - 1) / r);
-      for (int j = kt->n - 1; j >= 0; j--)
-        if (kt->vals[j] <= tbmax && kt->vals[j] * r >= tiles) set_knob(t, c, K_T_BN, kt->vals[j]);
+      set_knob(t, c, K_T_BN, fewest_covering(t, K_T_BN, r, tiles, tbmax));
       set_knob(t, c, K_PAR, 0);
       set_knob(t, c, K_STAGE, 0);
       set_knob(t, c, K_UNROLL_C, 0);
