@@ -4,7 +4,8 @@
  * group, ib its input channels).
  *
  *   parallel over (n, oc-block, row-tile)          [par=0; par=1: (n, oc-block)]
- *   or, when conv_split_rows (the input outweighs the weights), rows outer:
+ *   or, when conv_split_rows (the input outweighs the weights, unless only
+ *   the input stays in L2), rows outer:
  *   parallel over (n, row-tile, oc-block)          [par=0; par=1: (n, row-tile)]
  *   so that each thread reads the rows it wrote as the previous layer
  *     for each tile of oh_bn rows × ow_bn columns:  acc[h][t][j] = 0
@@ -185,7 +186,7 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
   k.v_kb = lf_var(f, "kb");
   int v_oht = lf_var(f, "oht");
   lstmt *blk;
-  if (conv_split_rows(&c.w)) {   /* rows outer: each thread keeps to the rows it wrote before */
+  if (conv_split_rows(&c.space)) {   /* rows outer: each thread keeps to the rows it wrote before */
     int vt = lf_var(f, k.par == 0 ? "n_oht_kb" : "n_oht");
     int64_t inner = k.par == 0 ? c.KB : 1;
     lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&c, 0), CI(&c, c.w.N * OHT * inner), LOOP_PARALLEL));

@@ -31,8 +31,11 @@ int64_t workload_out(const conv_workload *w, int axis) {
   return (w->W + w->pl + w->pr - w->dw * (w->S - 1) - 1) / w->sw + 1;
 }
 
-int conv_split_rows(const conv_workload *w) {
-  double in = (double)w->C * (double)w->H * (double)w->W, wt = (double)w->K * (double)(w->C / w->G) * (double)(w->R * w->S);
+int conv_split_rows(const task_space *s) {
+  const conv_workload *w = &s->w;
+  double in = 4.0 * (double)w->C * (double)w->H * (double)w->W, wt = 4.0 * (double)w->K * (double)(w->C / w->G) * (double)(w->R * w->S);
+  double half_l2 = (double)(s->l2 > 0 ? s->l2 : 1 << 20) / 2;
+  if (wt > half_l2 && in <= half_l2) return 0;   /* the input stays in L2 across the channel blocks, the weights would not */
   return in * 4 >= wt;
 }
 
@@ -71,7 +74,7 @@ void config_set_attrs(const task_space *s, const sched_config *c, const conv_lay
 
 int config_splits_rows(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
-  case TMPL_NCHWC: return conv_split_rows(&s->w);
+  case TMPL_NCHWC: return conv_split_rows(s);
   case TMPL_1X1: return cfg_get(s, c, K_LOOP) == 1;
   case TMPL_WINOGRAD: return cfg_get(s, c, K_OC_SPLIT) == 1;   /* tile blocks outer, or channel groups */
   default: return 0;              /* depthwise: channel blocks outer */
@@ -541,7 +544,7 @@ static void default_nchwc(const task_space *s, const tmpl_space *t, sched_config
   const knob *ko = knob_of(t, K_OC_BN), *kw = knob_of(t, K_OW_BN), *kh = knob_of(t, K_OH_BN), *ki = knob_of(t, K_IC_BN);
   tile_cost tc = cost_of(s);
   double wbytes = 4.0 * (double)w->K * (double)(w->C / w->G) * (double)(w->R * w->S), xbytes = 4.0 * (double)(w->N * w->C * w->H * w->W);
-  int rows = conv_split_rows(w);
+  int rows = conv_split_rows(s);
   double best = 1e300;
   int64_t b_ob = ko->vals[0], b_ow = 1, b_oh = 1;
   for (int i = 0; i < ko->n; i++) {

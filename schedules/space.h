@@ -124,8 +124,13 @@ int64_t workload_out(const conv_workload *w, int axis);   /* 2: OH, 3: OW */
  * the same core wrote; a layer split over channels reads every input
  * channel, half of them (at two threads) from the other core's cache —
  * measured on ResNet-50 at two threads, that costs more than each core
- * reading all the weights (bench/RESULTS.md, "parallel split"). */
-int conv_split_rows(const conv_workload *w);
+ * reading all the weights (bench/RESULTS.md, "parallel split"). Except
+ * where the weights do not stay in half of this core's L2 (s->l2) and the
+ * input does: rows outer then read all the weights from L3 once per row
+ * tile (ResNet-50's s4_3x3_256_s2 on a 2 MB L2: 2.4 MB seven times, 0.92×
+ * as long in the model at one thread with channel blocks outer, 0.985× at
+ * two; bench/RESULTS.md, 2026-12-06). */
+int conv_split_rows(const task_space *s);
 /* whether a config's kernel splits over rows (for the build's choice) */
 int config_splits_rows(const task_space *s, const struct sched_config *c);
 /* 1 when a conv2d with config c reads an input stored in NCHW<blk>c (blk 0:

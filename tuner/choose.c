@@ -322,7 +322,7 @@ static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets,
       config_layouts(s, &cfg, site->in_block, &l);
       int free_read = l.in_blk == site->in_block;   /* no transform before it */
       double cost = recs[i].median_s + (free_read ? 0 : t_transform) + (l.out_blk == ldef.out_blk ? 0 : t_out);
-      if (dc->threads > 1 && conv_split_rows(w) && !config_splits_rows(s, &cfg))
+      if (dc->threads > 1 && conv_split_rows(s) && !config_splits_rows(s, &cfg))
         cost += t_remote;   /* splits over channels where the producer split over rows */
       if (!found || cost < best_cost) {
         found = 1;

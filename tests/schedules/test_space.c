@@ -111,13 +111,23 @@ static void test_defaults_fit_the_machine(void **state) {
   config_default(&sp, &c);
   assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 64);
   assert_int_equal(cfg_get(&sp, &c, K_M_BN), 5);
-  /* a 3×3 stride-2 layer split over rows with 2.25 MiB of weights: in a 2
-   * MiB L2 the row tiles grow (fewer passes over the weights); in a 64 MiB
-   * one they need not */
+  /* a 3×3 stride-2 layer with 2.25 MiB of weights and a 784 KiB input:
+   * in a 1 MiB L2 neither stays, and it splits over rows, its row tiles
+   * grown (fewer passes over the weights); in a 2 MiB L2 the input stays
+   * and the weights would not, so the output-channel blocks go outer and
+   * the weights are read once; in a 64 MiB one both stay: rows */
   conv_workload s2 = {1, 256, 28, 28, 256, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+  build_for(&s2, 16, 48 << 10, 1 << 20, &sp);
+  assert_true(conv_split_rows(&sp));
+  config_default(&sp, &c);
+  assert_true(cfg_get(&sp, &c, K_OH_BN) >= 2);
+  build_for(&s2, 16, 48 << 10, 64 << 20, &sp);
+  assert_true(conv_split_rows(&sp));
   build_for(&s2, 16, 48 << 10, 2 << 20, &sp);
+  assert_false(conv_split_rows(&sp));
   config_default(&sp, &c);
   assert_int_equal(c.tmpl, TMPL_NCHWC);
+  assert_false(config_splits_rows(&sp, &c));
   int64_t rows_small_l2 = cfg_get(&sp, &c, K_OH_BN);
   assert_true(rows_small_l2 >= 2);
   /* its weight block per input-channel block fits half of L1 */
