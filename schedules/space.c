@@ -732,21 +732,23 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * passes 3/4 of L2, none: the groups would only re-read the input. On
      * Zen 5's 1 MB L2 the 28×28 and 14×14 layers ran 0.2 ms each slower in
      * the model with four groups, the 56×56 ones (848 KB) 0.02 ms with two.
-     * There, where the weights are four times the transformed input of all
+     * Where the weights are four times the transformed input of all
      * the tiles or more and that input fits L2, one block of all the tiles
-     * in two groups (one_block_two_groups): the 14×14 layers, not the
-     * 28×28 ones (2.6 times: 1.19× slower at one thread so) */
+     * in two groups (one_block_two_groups), before any groups: the 14×14
+     * layers, not the 28×28 ones (2.6 times: 1.19× slower at one thread so
+     * on Zen 5). On Zen 5 the four groups did not fit; on an Emerald
+     * Rapids-class core (2 MB L2), where they fit, the one block still ran
+     * the 14×14 layers 0.75–0.79× as long in the model as the four groups
+     * at one thread and 0.74–0.78× at two (bench/RESULTS.md, 2026-12-06) */
     int64_t wt = (m + 2) * (m + 2) * w->C * w->K, split = 1, v, m2;
     set_knob(t, c, K_OC_SPLIT, 1);
     winograd_scratch(s, c, &v, &m2);
     if (tiles > tb && 4 * (wt + v + m2) > s->l2) {
+      if (one_block_two_groups(s, t, c, tiles, tb, wt)) return;
       while (split < 4 && 4 * wt / split > s->l2 / 2 && (w->K / ob) % (split * 2) == 0) split *= 2;
       set_knob(t, c, K_OC_SPLIT, split);
       winograd_scratch(s, c, &v, &m2);
-      if (4 * (wt / split + v + m2) > s->l2 / 4 * 3) {
-        if (one_block_two_groups(s, t, c, tiles, tb, wt)) return;
-        split = 1;
-      }
+      if (4 * (wt / split + v + m2) > s->l2 / 4 * 3) split = 1;
     }
     set_knob(t, c, K_OC_SPLIT, split);
     if (!space_valid(s, c)) set_knob(t, c, K_STAGE, 0);
