@@ -647,7 +647,7 @@ static int one_block_two_groups(const task_space *s, const tmpl_space *t, sched_
   set_knob(t, c, K_STAGE, 0);
   set_knob(t, c, K_OC_SPLIT, (s->w.K / ob) % 2 == 0 ? 2 : 1);
   winograd_scratch(s, c, &v, &m2);
-  if (r > 1 && cfg_get(s, c, K_T_BN) * r >= tiles && 4 * v <= s->l2 && wt >= 4 * v && space_valid(s, c)) return 1;
+  if (r > 1 && cfg_get(s, c, K_T_BN) * r >= tiles && 4 * v <= s->l2 && (wt >= 4 * v || 8 * v <= s->l2) && space_valid(s, c)) return 1;
   *c = was;
   return 0;
 }
@@ -732,14 +732,16 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * passes 3/4 of L2, none: the groups would only re-read the input. On
      * Zen 5's 1 MB L2 the 28×28 and 14×14 layers ran 0.2 ms each slower in
      * the model with four groups, the 56×56 ones (848 KB) 0.02 ms with two.
-     * Where the weights are four times the transformed input of all
-     * the tiles or more and that input fits L2, one block of all the tiles
-     * in two groups (one_block_two_groups), before any groups: the 14×14
-     * layers, not the 28×28 ones (2.6 times: 1.19× slower at one thread so
-     * on Zen 5). On Zen 5 the four groups did not fit; on an Emerald
-     * Rapids-class core (2 MB L2), where they fit, the one block still ran
-     * the 14×14 layers 0.75–0.79× as long in the model as the four groups
-     * at one thread and 0.74–0.78× at two (bench/RESULTS.md, 2026-12-06) */
+     * Where the transformed input of all the tiles fits L2 and the
+     * weights are four times it or more, or it fits half of L2, one block
+     * of all the tiles in two groups (one_block_two_groups), before any
+     * groups: on Zen 5's 1 MB L2 the 14×14 layers, not the 28×28 ones (2.6
+     * times, 882 KB: 1.19× slower at one thread so). On an Emerald
+     * Rapids-class core (2 MB L2), where the four groups fit, the one block
+     * still ran the 14×14 layers 0.75–0.79× as long in the model as four
+     * groups at one thread and 0.74–0.78× at two, and the 28×28 ones, whose
+     * input fits half of that L2, 0.76–0.80× and 0.78× (bench/RESULTS.md,
+     * 2026-12-06) */
     int64_t wt = (m + 2) * (m + 2) * w->C * w->K, split = 1, v, m2;
     set_knob(t, c, K_OC_SPLIT, 1);
     winograd_scratch(s, c, &v, &m2);
