@@ -572,6 +572,18 @@ static void default_nchwc(const task_space *s, const tmpl_space *t, sched_config
   }
   set_knob(t, c, K_IC_BN, ib);
   set_knob(t, c, K_UNROLL_KW, w->S <= 3);
+  /* Split over channels with weights past twice L2 that few register tiles
+   * re-read per block: the kernel-position loops outside the input-channel
+   * blocks (order 1). In a whole network such weights come from memory as
+   * each block starts, and this order reads a block as one short run per
+   * input-channel block — many streams at once — where order 0 reads it as
+   * one long one. ResNet-50's s5_3x3_512_s2 (9.4 MB, 7 tiles per 32-channel
+   * block) took 0.88× as long in the model at one thread and 0.87× at two
+   * on an Emerald Rapids-class core, 0.85–0.90× at one on Zen 5 (unchanged
+   * at two), alone 1.02–1.04× (bench/RESULTS.md, 2026-12-05 and -06);
+   * s4_3x3_256_s2 (2.4 MB, 49 tiles per block) gained nothing (0.98×). */
+  int64_t tiles = ((OH + b_oh - 1) / b_oh) * ((OW + b_ow - 1) / b_ow);
+  if (!rows && wbytes > 2.0 * (double)s->l2 && tiles <= 8) set_knob(t, c, K_ORDER, 1);
 }
 
 /* 1×1: the same register tile over flattened positions, and the loop order

@@ -128,6 +128,7 @@ static void test_defaults_fit_the_machine(void **state) {
   config_default(&sp, &c);
   assert_int_equal(c.tmpl, TMPL_NCHWC);
   assert_false(config_splits_rows(&sp, &c));
+  assert_int_equal(cfg_get(&sp, &c, K_ORDER), 0);   /* 2.25 MiB, many tiles per block */
   int64_t rows_small_l2 = cfg_get(&sp, &c, K_OH_BN);
   assert_true(rows_small_l2 >= 2);
   /* its weight block per input-channel block fits half of L1 */
@@ -140,6 +141,17 @@ static void test_defaults_fit_the_machine(void **state) {
   build_for(&s2, 16, 16 << 10, 2 << 20, &sp);
   config_default(&sp, &c);
   assert_true(cfg_get(&sp, &c, K_IC_BN) < ib || cfg_get(&sp, &c, K_OC_BN) < ob);
+  /* stage 5's 3×3 stride 2 (9 MiB of weights, 7×7 outputs): few tiles
+   * re-read each block, which comes from memory in a network — the
+   * kernel-position loops outer, unless the weights stay in L2 */
+  conv_workload s5 = {1, 512, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+  build_for(&s5, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  assert_int_equal(cfg_get(&sp, &c, K_ORDER), 1);
+  build_for(&s5, 16, 48 << 10, 64 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_ORDER), 0);
   /* AVX2 (16 registers): every default fits 12 accumulators, and the space
    * refuses a tile of 28 that AVX-512 takes */
   const conv_workload all[] = {w, deep, s2, {1, 3, 224, 224, 64, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1},
