@@ -394,8 +394,17 @@ static void test_parallel_split(void **state) {
   (void)state;
   /* a channel split reads the whole input: each thread prefetches it at its
    * first task; a row split prefetches a row tile's window as it starts */
-  static const struct { const char *model; const char *loop; const char *prefetch; } cases[] = {
-      {CONV("(1, 256, 28, 28)", "(256, 256, 3, 3)", ", padding=[1, 1]"), "parallel for n_oht", "if ((kb == 0) || (n_oht_kb == first))"},
+  /* 256 channels at 28×28: 2.25 MiB of weights, a 784 KiB input — rows
+   * outer unless only the input stays in half of this host's L2 */
+  int64_t l1d, l2;
+  space_caches(&l1d, &l2);
+  int only_input = 256.0 * 256 * 9 * 4 > l2 / 2 && 256.0 * 28 * 28 * 4 <= l2 / 2;
+  const struct { const char *model; const char *loop; const char *prefetch; } cases[] = {
+      {CONV("(1, 64, 56, 56)", "(64, 64, 3, 3)", ", padding=[1, 1]"), "parallel for n_oht", "if ((kb == 0) || (n_oht_kb == first))"},
+      /* (split over channels, its 784 KiB input is past what a thread
+       * prefetches at its first task, 512 KiB) */
+      {CONV("(1, 256, 28, 28)", "(256, 256, 3, 3)", ", padding=[1, 1]"), only_input ? "parallel for n_kb" : "parallel for n_oht",
+       only_input ? NULL : "if ((kb == 0) || (n_oht_kb == first))"},
       {CONV("(1, 512, 3, 3)", "(512, 512, 3, 3)", ", padding=[1, 1]"), "parallel for n_kb", "if (n_kb_oht == first)"},
       {CONV("(1, 64, 28, 28)", "(64, 64, 1, 1)", ""), "parallel for n_mt_kb", "if ((kb == 0) || (n_mt_kb == first))"},
       {CONV("(1, 512, 2, 2)", "(512, 512, 1, 1)", ""), "parallel for n_kb_mt", "if (n_kb_mt == first)"},
@@ -408,7 +417,8 @@ static void test_parallel_split(void **state) {
     assert_int_equal(engine_lower_one(g->main->body->callee, 16, "k", &f, &d), TEMPER_OK);
     char *text = lf_print(f);
     int found = strstr(text, cases[i].loop) != NULL;
-    int prefetch = strstr(text, "prefetch p0[") != NULL && strstr(text, " first first") != NULL && strstr(text, cases[i].prefetch);
+    int prefetch = !cases[i].prefetch ||
+                   (strstr(text, "prefetch p0[") != NULL && strstr(text, " first first") != NULL && strstr(text, cases[i].prefetch));
     /* and the next kernel's weights, a step in the reduction */
     prefetch = prefetch && strstr(text, "prefetch_next 1/") != NULL;
     if (!prefetch) fprintf(stderr, "%s", text);
