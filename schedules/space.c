@@ -34,7 +34,7 @@ int64_t workload_out(const conv_workload *w, int axis) {
 int conv_split_rows(const task_space *s) {
   const conv_workload *w = &s->w;
   double in = 4.0 * (double)w->C * (double)w->H * (double)w->W, wt = 4.0 * (double)w->K * (double)(w->C / w->G) * (double)(w->R * w->S);
-  double half_l2 = (double)(s->l2 > 0 ? s->l2 : 1 << 20) / 2;
+  double half_l2 = (double)s->l2 / 2;
   if (wt > half_l2 && in <= half_l2) return 0;   /* the input stays in L2 across the channel blocks, the weights would not */
   return in * 4 >= wt;
 }

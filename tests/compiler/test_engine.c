@@ -396,9 +396,10 @@ static void test_parallel_split(void **state) {
    * first task; a row split prefetches a row tile's window as it starts */
   /* 256 channels at 28×28: 2.25 MiB of weights, a 784 KiB input — rows
    * outer unless only the input stays in half of this host's L2 */
-  int64_t l1d, l2;
-  space_caches(&l1d, &l2);
-  int only_input = 256.0 * 256 * 9 * 4 > l2 / 2 && 256.0 * 28 * 28 * 4 <= l2 / 2;
+  conv_workload w256 = {1, 256, 28, 28, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  task_space sp;
+  space_build(&w256, 16, &sp);
+  int only_input = !conv_split_rows(&sp);
   const struct { const char *model; const char *loop; const char *prefetch; } cases[] = {
       {CONV("(1, 64, 56, 56)", "(64, 64, 3, 3)", ", padding=[1, 1]"), "parallel for n_oht", "if ((kb == 0) || (n_oht_kb == first))"},
       /* (split over channels, its 784 KiB input is past what a thread
