@@ -166,7 +166,7 @@ int main(int argc, char **argv) {
     }
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  printf("difftest: seeds %llu..%llu, %ld networks × %d modes, %ld kernels (%ld depthwise → 1×1 joined), %ld random configs, %d thread%s: "
+  printf("difftest: seeds %llu..%llu, %ld networks × %d modes, %ld kernels (%ld joined: two conv2d in one), %ld random configs, %d thread%s: "
          "%ld mismatches, %ld errors, %ld crashes, %ld timeouts; worst relative error within tolerance %.2g; %ld ill-conditioned "
          "outputs (within 10× the reference's own movement under rounding); %.0f s\n",
          (unsigned long long)o.seed, (unsigned long long)(o.seed + (uint64_t)o.count - 1), t.networks, DT_MODE_COUNT, t.kernels,

@@ -186,8 +186,10 @@ temper_status dt_check(temper_engine *e, const char *text, const char *configs, 
     s = bind_params(g, vals, d);
   }
   /* every depthwise → 1×1 pair the fused template can run is joined, as
-   * the build joins only large ones, so the small networks here exercise it */
-  pipeline_opts o = {.vec = e->target.vec, .choose = choose, .ctx = &c, .dw_fusion_all = 1};
+   * the build joins only large ones, so the small networks here exercise
+   * it; and in every other network every 1×1 → depthwise pair first (the
+   * build joins only large ones before a strided depthwise) */
+  pipeline_opts o = {.vec = e->target.vec, .choose = choose, .ctx = &c, .dw_fusion_all = 1, .pw_fusion_all = (int)(seed & 1)};
   if (!s) s = pipeline_optimize_with(g, &o, d);
   if (!s) {
     r->tolerance = engine_tolerance(g);

@@ -10,7 +10,7 @@
  *   and the layers of newer networks: channel shuffles and slices, NHWC
  *   permutes around a bias and GELU or SiLU, a linear layer on every pixel,
  *   squeeze-excite; a depthwise conv2d often followed by a 1×1 (MobileNet's
- *   project, which the build may fuse with it)
+ *   project) and often after one (its expand), which the build may fuse with it
  *
  * Shapes are drawn so every op is valid: kernels 1×1 to 7×7 (non-square
  * too), strides 1–3, dilation 1–2, asymmetric padding, channel counts odd
@@ -174,10 +174,30 @@ static void gen_project(gen *g, val *x) {
   add_val(g, cur, 4, x->N, K, x->H, x->W);
 }
 
+/* MobileNet's expand: a 1×1 conv2d widening x by 2 to 6 times, whose
+ * output a depthwise conv2d reads next (the pair the build may fuse into
+ * one kernel, conv2d_pwdw.c) */
+static val *gen_expand(gen *g, val *x) {
+  x->used = 1;
+  int id = g->next_id++;
+  int64_t K = x->C * (2 + rnd(g, 5));
+  if (K > 2 * g->o->max_channels) K = x->C > 2 * g->o->max_channels ? x->C : 2 * g->o->max_channels;
+  char w[32], sh_[96], cur[32];
+  snprintf(sh_, sizeof sh_, "(%lld, %lld, 1, 1)", (long long)K, (long long)x->C);
+  param(g, w, sizeof w, "w", id, sh_);
+  strbuf_printf(&g->body, "  %%%d = nn.conv2d(%s, %s, channels=%lld, kernel_size=[1, 1]);\n", id, x->name, w, (long long)K);
+  snprintf(cur, sizeof cur, "%%%d", id);
+  val shape = {.rank = 4, .N = x->N, .C = K, .H = x->H, .W = x->W};
+  epilogue(g, cur, sizeof cur, &shape);
+  add_val(g, cur, 4, x->N, K, x->H, x->W);
+  return &g->v[g->n - 1];
+}
+
 static int gen_conv(gen *g) {
   val *x = pick4(g);
   int64_t C = x->C, G = 1, K;
   int kind = rnd(g, 10);
+  if (kind >= 5 && kind < 7 && chance(g, 60)) x = gen_expand(g, x), C = x->C;
   if (kind < 5) K = rand_channels(g);                        /* one group */
   else if (kind < 7 && C > 1) G = C, K = C * (chance(g, 75) ? 1 : 2);   /* depthwise, or a channel multiplier */
   else {                                                     /* another divisor of C */

@@ -121,15 +121,19 @@ typedef struct pipeline_opts {
   void *ctx;
   int block_inputs;         /* test hook: convs read blocked input even from an NCHW producer */
   int no_dw_fusion;         /* keep each depthwise conv2d apart from the 1×1 it feeds */
-  int dw_fusion_all;        /* test hook: join every pair the template can run, whatever its size */
+  int dw_fusion_all;        /* test hook: join every depthwise → 1×1 pair the template can run, whatever its size */
+  int pw_fusion_all;        /* test hook: join every 1×1 → depthwise pair the template can run, whatever its
+                             * size and stride (before the depthwise → 1×1 after it: fuse visits producers first) */
 } pipeline_opts;
 temper_status pipeline_optimize(temper_graph *g, int vec, diag *d);
 temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, diag *d);
 temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d);
 /* fuse_with's join for the pipeline: a depthwise conv2d joins the 1×1
- * stride-1 conv2d it feeds (one kernel, schedules/conv2d_dwpw.c) where their
- * configs read the depthwise's output block as it is and the joined kernel
- * pays: its output is large enough that the round trip leaves L2
- * (docs/design.md, "depthwise into the 1×1") */
+ * stride-1 conv2d it feeds (one kernel, schedules/conv2d_dwpw.c), and a 1×1
+ * stride-1 conv2d the strided depthwise it feeds (schedules/conv2d_pwdw.c),
+ * where their configs read the producer's output block as it is and the
+ * joined kernel pays: the producer's output is large enough that the round
+ * trip leaves L2 (docs/design.md, "depthwise into the 1×1", "the expand
+ * into the depthwise") */
 int layout_join_dw(const node *producer, const node *consumer, void *ctx);   /* ctx: the pipeline_opts */
 #endif

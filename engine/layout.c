@@ -235,15 +235,43 @@ temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d) {
   return s;
 }
 
-enum { DW_ROW_MAX_BYTES = 64 << 10 };   /* the joined kernel's row of depthwise output: L1/L2-resident */
+enum {
+  DW_ROW_MAX_BYTES = 64 << 10,    /* the joined kernel's row of depthwise output: L1/L2-resident */
+  PW_RING_MAX_BYTES = 64 << 10,   /* the expand → depthwise kernel's ring: R expanded rows of one block */
+};
+
+/* A 1×1 conv2d (a) into the depthwise conv2d it feeds (b), where
+ * schedules/conv2d_pwdw.c can run the pair: its config a 1×1 stride-1
+ * GEMM whose output block is the depthwise's input block, the depthwise of
+ * dilation 1, a ring of R expanded rows of one block within
+ * PW_RING_MAX_BYTES. It is made where the depthwise has stride 2 or more
+ * (docs/design.md, "The expand into the depthwise"): there the expanded
+ * tensor is at least four times the depthwise's output, so this pair saves
+ * more than joining the depthwise into the 1×1 after it (one of the two:
+ * a kernel joins two conv2d); at stride 1 the two tensors are the same
+ * size and the depthwise → 1×1 join, which computes nothing twice, is
+ * kept. And, as there, where the expanded tensor, one image, would not
+ * stay in L2 between the kernels. */
+static int join_pw_dw(const node *a, const node *b, const conv_workload *wa, const conv_workload *wb, const pipeline_opts *o) {
+  if (wa->R != 1 || wa->S != 1 || wa->sh != 1 || wa->sw != 1 || wa->pt || wa->pl || wa->pb || wa->pr || wa->G != 1 || wb->dh != 1 ||
+      wb->dw != 1)
+    return 0;
+  int64_t out_blk = layout_block(a->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), in_blk = layout_block(b->attrs->v[ATTR_DATA_LAYOUT].s, 'c');
+  if (!out_blk || in_blk != out_blk) return 0;
+  if (wb->R * wa->W * out_blk * 4 > PW_RING_MAX_BYTES) return 0;
+  if (o && o->pw_fusion_all) return 1;
+  int64_t l1, l2;
+  space_caches(&l1, &l2);
+  return wb->sh >= 2 && wa->K * wa->H * wa->W * 4 > l2 / 2;
+}
 
 int layout_join_dw(const node *a, const node *b, void *ctx) {
   const pipeline_opts *o = ctx;
   const sched_config *ca = a->attrs->config, *cb = b->attrs->config;
   conv_workload wa, wb;
-  if (a->op != OP_CONV2D || b->op != OP_CONV2D || !ca || !cb || ca->tmpl != TMPL_DEPTHWISE || cb->tmpl != TMPL_1X1 ||
-      workload_of(a, &wa) || workload_of(b, &wb))
-    return 0;
+  if (a->op != OP_CONV2D || b->op != OP_CONV2D || !ca || !cb || workload_of(a, &wa) || workload_of(b, &wb)) return 0;
+  if (ca->tmpl == TMPL_1X1 && cb->tmpl == TMPL_DEPTHWISE) return join_pw_dw(a, b, &wa, &wb, o);
+  if (ca->tmpl != TMPL_DEPTHWISE || cb->tmpl != TMPL_1X1) return 0;
   if (wb.R != 1 || wb.S != 1 || wb.sh != 1 || wb.sw != 1 || wb.pt || wb.pl || wb.pb || wb.pr || wb.G != 1) return 0;
   int64_t out_blk = layout_block(a->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), in_blk = layout_block(b->attrs->v[ATTR_DATA_LAYOUT].s, 'c'),
           ki = layout_block(b->attrs->v[ATTR_KERNEL_LAYOUT].s, 'i');

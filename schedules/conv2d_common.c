@@ -126,7 +126,8 @@ void conv_store(conv_ctx *c, lstmt *blk, int acc, lexpr *n, lexpr *kb, lexpr *oh
   const node *b = c->p->fn->body;
   if (c->to_row) {
     lexpr *v = epi_eval(&e, c->row_node, coord);
-    lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, kb, CI(c, c->OW)), ow), CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
+    lexpr *row = c->row_rows ? CV(c, c->row_slot) : kb;
+    lexpr *idx = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, row, CI(c, c->OW)), ow), CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
     ls_add(f, blk, ls_store(f, c->row_buf, idx, v, 1, e.limit));
     return;
   }

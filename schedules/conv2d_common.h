@@ -36,6 +36,13 @@ typedef struct conv_ctx {
                              * (a producer's row in conv2d_dwpw.c) */
   int row_buf;
   const node *row_node;
+  int64_t row_rows;         /* to_row: the buffer holds row_rows rows of one block [row_rows][OW][ob]
+                             * and the store goes to row slot variable row_slot (conv2d_pwdw.c's
+                             * ring); 0: one row of all blocks [KB][OW][ob] */
+  int row_slot;
+  int64_t ring_rows;        /* the input is read from buffer xb as a ring of ring_rows rows of the
+                             * block being computed, [ring_rows][W][ib], row ih in slot
+                             * ih % ring_rows (conv2d_pwdw.c's depthwise); 0: the input */
   diag *d;
 } conv_ctx;
 

@@ -88,7 +88,9 @@ static void reduction(dw *k, lstmt *blk, lexpr *ow0, int own, int *acc, int chec
   int vr = lf_var(f, "r");
   lstmt *lr = ls_add(f, blk, ls_for(f, vr, CV(c, k->v_rlo), CV(c, k->v_rext), LOOP_SERIAL));
   lexpr *ih = lx_add(f, CV(c, k->v_ih0), lx_mul(f, CV(c, vr), CI(c, w->dh)));
-  lexpr *row = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_n), CI(c, c->CB)), CV(c, k->v_cb)), CI(c, w->H)), ih), CI(c, w->W));
+  lexpr *row = c->ring_rows   /* a ring of the producer's rows (conv2d_pwdw.c): ih >= 0 here */
+                  ? lx_mul(f, lx_bin(f, LO_MOD, ih, CI(c, c->ring_rows)), CI(c, w->W))
+                  : lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_n), CI(c, c->CB)), CV(c, k->v_cb)), CI(c, w->H)), ih), CI(c, w->W));
   if (k->unroll && w->S <= DW_MAX_COLS) {
     columns(k, lr, vr, row, ow0, own, acc, checked);
     return;

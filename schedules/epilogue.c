@@ -363,7 +363,7 @@ temper_status sched_lower_as(const node *fn, int vec, const sched_config *cfg, c
     lf_buf(p.f, bname, shape_numel(&fn->params[i]->ty.shape));
   }
   p.out_buf = lf_buf(p.f, "out", shape_numel(&fn->body->ty.shape));
-  if (cfg && p.pre) s = sched_conv2d_dwpw(&p, vec, d);
+  if (cfg && p.pre) s = cfg->tmpl == TMPL_DEPTHWISE ? sched_conv2d_pwdw(&p, vec, d) : sched_conv2d_dwpw(&p, vec, d);
   else if (p.pre) s = diag_error(d, m->loc, "%s fed by %s in one function needs the schedules of both", ir_op_name(m), ir_op_name(p.pre));
   else if (cfg) s = conv_templates[cfg->tmpl](&p, vec, d);
   else if (m && m->op == OP_CONV2D_WINOGRAD) s = diag_error(d, m->loc, "%s needs a conv2d_winograd schedule", ir_op_name(m));

@@ -67,6 +67,8 @@ temper_status sched_conv2d_depthwise(prim *p, int vec, diag *d);
 temper_status sched_conv2d_winograd(prim *p, int vec, diag *d);
 /* a depthwise conv2d and the 1×1 conv2d it feeds, one output row at a time */
 temper_status sched_conv2d_dwpw(prim *p, int vec, diag *d);
+/* a 1×1 conv2d (p->pre) and the depthwise conv2d it feeds (p->master), one kernel (conv2d_pwdw.c) */
+temper_status sched_conv2d_pwdw(prim *p, int vec, diag *d);
 /* the conv2d templates by id (ORDER TMPL of space.h) */
 typedef temper_status (*conv_template_fn)(prim *p, int vec, diag *d);
 extern const conv_template_fn conv_templates[];

@@ -583,6 +583,67 @@ static void test_dw_into_1x1_matches_reference(void **state) {
   }
 }
 
+/* A 1×1 conv2d joined with the depthwise it feeds (conv2d_pwdw.c) computes
+ * what the reference does, at one and two threads: strides 1 and 2, kernels
+ * 3×3 and 5×5 (rows shared with the row before: 1, 2 and 4), one band per
+ * image and several (fewer channel blocks than tasks: rows computed again
+ * at each band's start), expand tiles with a remainder within the row,
+ * unroll_ic and unroll_kw on and off, output blocks ending in part of a
+ * vector (24 = 16 + 8), a batch of 2, an expand reading NCHW input. Where
+ * the expand's output also feeds
+ * something else, the depthwise is dilated, or the build's rule says no
+ * (stride 1; small), the two stay apart and still match. Register tiles
+ * stay within AVX2's 12 accumulators. */
+static void test_1x1_into_dw_matches_reference(void **state) {
+  (void)state;
+  static const struct {
+    int N, C, H, W, E, R, st, dil, also, all, joined;
+    const char *pw, *dw;
+  } cases[] = {
+      {1, 16, 13, 13, 32, 3, 2, 1, 0, 1, 1, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=5,unroll_ic=0,loop=1",
+       "conv2d_depthwise:c_bn=16,ow_bn=3,unroll_kw=1,par=0"},
+      {1, 16, 12, 14, 32, 5, 1, 1, 0, 1, 1, "conv2d_1x1:ic_bn=8,oc_bn=16,m_bn=4,unroll_ic=1,loop=0",
+       "conv2d_depthwise:c_bn=16,ow_bn=6,unroll_kw=0,par=1"},
+      {2, 8, 9, 11, 48, 3, 2, 1, 0, 1, 1, "conv2d_1x1:ic_bn=8,oc_bn=24,m_bn=4,unroll_ic=1,loop=1",
+       "conv2d_depthwise:c_bn=24,ow_bn=2,unroll_kw=1,par=0"},
+      {1, 16, 20, 9, 16, 3, 1, 1, 0, 1, 1, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=6,unroll_ic=0,loop=1",
+       "conv2d_depthwise:c_bn=16,ow_bn=4,unroll_kw=1,par=0"},
+      /* the expand's output also read by the residual add: apart */
+      {1, 16, 13, 13, 32, 3, 1, 1, 1, 1, 0, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=5,unroll_ic=0,loop=1",
+       "conv2d_depthwise:c_bn=16,ow_bn=3,unroll_kw=1,par=0"},
+      /* dilated: apart */
+      {1, 16, 13, 13, 32, 3, 1, 2, 0, 1, 0, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=5,unroll_ic=0,loop=1",
+       "conv2d_depthwise:c_bn=16,ow_bn=3,unroll_kw=1,par=0"},
+      /* the build's rule: stride 1, or small — apart */
+      {1, 16, 13, 13, 32, 3, 1, 1, 0, 0, 0, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=5,unroll_ic=0,loop=1",
+       "conv2d_depthwise:c_bn=16,ow_bn=3,unroll_kw=1,par=0"},
+      {1, 16, 13, 13, 32, 3, 2, 1, 0, 0, 0, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=5,unroll_ic=0,loop=1",
+       "conv2d_depthwise:c_bn=16,ow_bn=3,unroll_kw=1,par=0"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (part >= 0 && (int)(i % 2) != part) continue;
+    int N = cases[i].N, C = cases[i].C, E = cases[i].E, R = cases[i].R, st = cases[i].st, dil = cases[i].dil, pad = R / 2 * dil;
+    conv_workload wa = {N, C, cases[i].H, cases[i].W, E, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    conv_workload wb = {N, E, cases[i].H, cases[i].W, E, R, R, st, st, pad, pad, pad, pad, dil, dil, E};
+    task_space sb;
+    fixed2 fx;
+    fix_two(&fx, i, &wa, cases[i].pw, &wb, cases[i].dw, &sb);
+    /* the expand reads the network's NCHW input as it is in case 3, blocked input in the rest */
+    pipeline_opts o = {.vec = engine->target.vec, .choose = choose_two, .ctx = &fx, .block_inputs = i != 3, .pw_fusion_all = cases[i].all};
+    char text[2048];
+    snprintf(text, sizeof text,
+             "def @main(%%x: Tensor[(%d, %d, %d, %d), float32], %%w1: Tensor[(%d, %d, 1, 1), float32], %%b1: Tensor[(%d, 1, 1), float32], "
+             "%%w: Tensor[(%d, 1, %d, %d), float32], %%b: Tensor[(%d, 1, 1), float32]) {\n"
+             "  %%0 = nn.conv2d(%%x, %%w1);\n  %%1 = add(%%0, %%b1);\n  %%2 = clip(%%1, a_min=0f, a_max=6f);\n"
+             "  %%3 = nn.conv2d(%%2, %%w, strides=[%d, %d], padding=[%d, %d, %d, %d], dilation=[%d, %d], groups=%d);\n"
+             "  %%4 = add(%%3, %%b);\n  %%5 = clip(%%4, a_min=0f, a_max=6f);\n  %s\n}\n",
+             N, C, cases[i].H, cases[i].W, E, C, E, E, R, R, E, st, st, pad, pad, pad, pad, dil, dil, E,
+             cases[i].also ? "add(%5, %2)" : "%5");
+    assert_int_equal(count_joined(text, &o), cases[i].joined);
+    for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, 1e-4);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) part = atoi(argv[1]);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_space_round_trips), cmocka_unit_test(test_appended_knob_keeps_records),
@@ -591,6 +652,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(test_partial_vector_blocks_match_reference),
                                      cmocka_unit_test(test_reads_producer_blocks),
                                      cmocka_unit_test(test_dw_into_1x1_matches_reference),
+                                     cmocka_unit_test(test_1x1_into_dw_matches_reference),
                                      cmocka_unit_test(test_random_configs_match_reference)};
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
