@@ -20,22 +20,28 @@
  *
  * Each task reads the whole input (the expand's, six times smaller) where
  * apart the expanded tensor was written and read back once. Bands split
- * the rows only where there are fewer than PWDW_TASKS channel blocks an
- * image: a band computes again the R − sh rows the band above it did. Each
+ * the rows only where an image has too few channel blocks to share among
+ * threads (band_rows): a band computes again the R − sh rows the band
+ * above it did. Each
  * conv2d keeps its own config (the tuner measures them apart); the pair is
  * made only where the build's join allows (engine/layout.c, layout_join_dw):
  * a 1×1 stride-1 config whose output block is the depthwise's input block,
  * a depthwise config of dilation 1. */
 #include "conv2d_common.h"
 
-enum { PWDW_TASKS = 8, PWDW_MIN_BAND = 4 };
+enum { PWDW_MIN_BAND = 4 };
 
-/* Output rows per band: all of them where the channel blocks give
- * PWDW_TASKS tasks an image, else as many bands as make up the rest, of at
- * least PWDW_MIN_BAND rows, so that the rows computed twice stay few. */
+/* Output rows per band. A band starts by computing again the R − sh rows
+ * the band above it computed (3 rows of a 5×5 stride 2), which cost up to
+ * 6 % of MNASNet's 56×56 pair at 8 tasks an image against 1 task a block
+ * at one thread (bench/RESULTS.md): so one band where the channel blocks
+ * alone make at least 4 tasks, an even number or 8 and more (two or four
+ * threads share them evenly, or nearly), else the fewest bands that do, of
+ * at least PWDW_MIN_BAND rows. */
 static int64_t band_rows(int64_t OH, int64_t blocks) {
-  if (blocks >= PWDW_TASKS) return OH;
-  int64_t bands = (PWDW_TASKS + blocks - 1) / blocks, br = (OH + bands - 1) / bands;
+  int64_t bands = 1;
+  while (blocks * bands < 4 || (blocks * bands < 8 && blocks * bands % 2)) bands++;
+  int64_t br = (OH + bands - 1) / bands;
   if (br < PWDW_MIN_BAND) br = PWDW_MIN_BAND;
   return br < OH ? br : OH;
 }
