@@ -158,30 +158,10 @@ static void epilogue(gen *g, char *cur, size_t n, const val *shape) {
   }
 }
 
-/* MobileNet's project: a 1×1 conv2d on a depthwise conv2d's output (the
- * pair the build may fuse into one kernel, conv2d_dwpw.c) */
-static void gen_project(gen *g, val *x) {
+/* a 1×1 conv2d of x to K channels and an epilogue, the newest value */
+static val *gen_1x1(gen *g, val *x, int64_t K) {
   x->used = 1;
   int id = g->next_id++;
-  int64_t K = rand_channels(g);
-  char w[32], sh_[96], cur[32];
-  snprintf(sh_, sizeof sh_, "(%lld, %lld, 1, 1)", (long long)K, (long long)x->C);
-  param(g, w, sizeof w, "w", id, sh_);
-  strbuf_printf(&g->body, "  %%%d = nn.conv2d(%s, %s, channels=%lld, kernel_size=[1, 1]);\n", id, x->name, w, (long long)K);
-  snprintf(cur, sizeof cur, "%%%d", id);
-  val shape = {.rank = 4, .N = x->N, .C = K, .H = x->H, .W = x->W};
-  epilogue(g, cur, sizeof cur, &shape);
-  add_val(g, cur, 4, x->N, K, x->H, x->W);
-}
-
-/* MobileNet's expand: a 1×1 conv2d widening x by 2 to 6 times, whose
- * output a depthwise conv2d reads next (the pair the build may fuse into
- * one kernel, conv2d_pwdw.c) */
-static val *gen_expand(gen *g, val *x) {
-  x->used = 1;
-  int id = g->next_id++;
-  int64_t K = x->C * (2 + rnd(g, 5));
-  if (K > 2 * g->o->max_channels) K = x->C > 2 * g->o->max_channels ? x->C : 2 * g->o->max_channels;
   char w[32], sh_[96], cur[32];
   snprintf(sh_, sizeof sh_, "(%lld, %lld, 1, 1)", (long long)K, (long long)x->C);
   param(g, w, sizeof w, "w", id, sh_);
@@ -191,6 +171,18 @@ static val *gen_expand(gen *g, val *x) {
   epilogue(g, cur, sizeof cur, &shape);
   add_val(g, cur, 4, x->N, K, x->H, x->W);
   return &g->v[g->n - 1];
+}
+
+/* MobileNet's project: a 1×1 conv2d on a depthwise conv2d's output (the
+ * pair the build may fuse into one kernel, conv2d_dwpw.c) */
+static void gen_project(gen *g, val *x) { gen_1x1(g, x, rand_channels(g)); }
+
+/* MobileNet's expand: a 1×1 conv2d widening x by 2 to 6 times, whose
+ * output a depthwise conv2d reads next (the pair the build may fuse into
+ * one kernel, conv2d_pwdw.c) */
+static val *gen_expand(gen *g, val *x) {
+  int64_t K = x->C * (2 + rnd(g, 5)), most = 2 * g->o->max_channels;
+  return gen_1x1(g, x, K <= most ? K : x->C > most ? x->C : most);
 }
 
 static int gen_conv(gen *g) {

@@ -48,6 +48,20 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   return TEMPER_OK;
 }
 
+temper_status conv_pair_init(conv_pair *cp, prim *p, int vec, diag *d) {
+  const sched_config *cfg;
+  temper_status s = sched_config_of(p->pre, vec, &cp->parsed, &cfg, d);
+  if (s) return s;
+  if (!cfg)
+    return diag_error(d, p->pre->loc, "%s fed into %s in one function needs a schedule", ir_op_name(p->pre), ir_op_name(p->master));
+  cp->pre_view = *p;
+  cp->pre_view.master = p->pre;
+  cp->pre_view.pre = NULL;
+  cp->pre_view.cfg = cfg;
+  s = conv_ctx_init(&cp->pre, &cp->pre_view, vec, d);
+  return s ? s : conv_ctx_init(&cp->cons, p, vec, d);
+}
+
 lexpr *conv_in_range(conv_ctx *c, lexpr *v, int64_t hi) {
   lfunc *f = c->f;
   return lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), v), lx_bin(f, LO_LT, v, CI(c, hi)));

@@ -86,6 +86,17 @@ void conv_acc_zero(conv_ctx *c, lstmt *blk, int *acc, int n);
  * t·off_step. */
 void conv_1x1_block(conv_ctx *c, lstmt *lb, int xbuf, int vxb, int vwb, int mn, const int *off_var, int64_t off_step,
                     int64_t ic_stride, int unroll_ic, const int *acc);
+/* A joined pair (p->pre feeding p->master, conv2d_dwpw.c and
+ * conv2d_pwdw.c): the producer's view of the function — its epilogue ends
+ * at the consumer's data input — with its parsed schedule, and both
+ * contexts. The contexts point into the struct: it stays where it was
+ * initialised. */
+typedef struct conv_pair {
+  prim pre_view;
+  sched_config parsed;
+  conv_ctx pre, cons;
+} conv_pair;
+temper_status conv_pair_init(conv_pair *cp, prim *p, int vec, diag *d);
 /* conv2d_depthwise.c: output row (n, cb, oh) of a depthwise conv2d by its
  * config, stored by conv_store */
 void dw_emit_row(conv_ctx *c, lstmt *blk, lexpr *n, lexpr *cb, lexpr *oh);

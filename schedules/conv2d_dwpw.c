@@ -44,20 +44,10 @@ static void pw_tile(conv_ctx *c, int rb, lstmt *blk, lexpr *n, lexpr *kb, lexpr 
 
 temper_status sched_conv2d_dwpw(prim *p, int vec, diag *d) {
   const node *dwn = p->pre, *pwn = p->master;
-  sched_config parsed;
-  const sched_config *dcfg;
-  temper_status s = sched_config_of(dwn, vec, &parsed, &dcfg, d);
+  conv_pair pair;
+  temper_status s = conv_pair_init(&pair, p, vec, d);
   if (s) return s;
-  if (!dcfg)
-    return diag_error(d, dwn->loc, "%s fed into %s in one function needs a schedule", ir_op_name(dwn), ir_op_name(pwn));
-  prim pd = *p;   /* the producer's view: its epilogue ends at the consumer's data input */
-  pd.master = dwn;
-  pd.pre = NULL;
-  pd.cfg = dcfg;
-  conv_ctx cd, cp;
-  s = conv_ctx_init(&cd, &pd, vec, d);
-  if (!s) s = conv_ctx_init(&cp, p, vec, d);
-  if (s) return s;
+  conv_ctx cd = pair.pre, cp = pair.cons;
   const conv_workload *dw = &cd.w, *pw = &cp.w;
   if (cd.cfg.tmpl != TMPL_DEPTHWISE || cp.cfg.tmpl != TMPL_1X1 || pw->R != 1 || pw->S != 1 || pw->sh != 1 || pw->sw != 1 ||
       pw->pt || pw->pl || pw->G != 1 || cp.x_nchw || pw->N != dw->N || pw->C != dw->K || pw->H != cd.OH || pw->W != cd.OW ||

@@ -90,20 +90,10 @@ static void clipped(conv_ctx *c, lstmt *blk, lexpr *from, lexpr *to, int64_t H, 
 
 temper_status sched_conv2d_pwdw(prim *p, int vec, diag *d) {
   const node *pwn = p->pre, *dwn = p->master;
-  sched_config parsed;
-  const sched_config *pcfg;
-  temper_status s = sched_config_of(pwn, vec, &parsed, &pcfg, d);
+  conv_pair pair;
+  temper_status s = conv_pair_init(&pair, p, vec, d);
   if (s) return s;
-  if (!pcfg)
-    return diag_error(d, pwn->loc, "%s fed into %s in one function needs a schedule", ir_op_name(pwn), ir_op_name(dwn));
-  prim pp = *p;   /* the producer's view: its epilogue ends at the consumer's data input */
-  pp.master = pwn;
-  pp.pre = NULL;
-  pp.cfg = pcfg;
-  conv_ctx cp, cd;
-  s = conv_ctx_init(&cp, &pp, vec, d);
-  if (!s) s = conv_ctx_init(&cd, p, vec, d);
-  if (s) return s;
+  conv_ctx cp = pair.pre, cd = pair.cons;
   const conv_workload *pw = &cp.w, *dw = &cd.w;
   if (cp.cfg.tmpl != TMPL_1X1 || cd.cfg.tmpl != TMPL_DEPTHWISE || pw->R != 1 || pw->S != 1 || pw->sh != 1 || pw->sw != 1 ||
       pw->pt || pw->pl || pw->pb || pw->pr || pw->G != 1 || dw->dh != 1 || pw->N != dw->N || dw->C != pw->K ||

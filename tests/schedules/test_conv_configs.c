@@ -530,6 +530,13 @@ static int count_joined(const char *text, const pipeline_opts *o) {
   return k;
 }
 
+/* the program joins `joined` pairs under o and computes what the reference
+ * does at one and two threads */
+static void check_joined(const char *text, const pipeline_opts *o, int joined) {
+  assert_int_equal(count_joined(text, o), joined);
+  for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, o, 1e-4);
+}
+
 /* A depthwise conv2d joined with the 1×1 it feeds (conv2d_dwpw.c) computes
  * what the reference does, at one and two threads: row tiles with a
  * remainder, unroll_kw on and off, kernels 3×3 and 5×5, stride 2, a 1×1
@@ -578,8 +585,7 @@ static void test_dw_into_1x1_matches_reference(void **state) {
              "  %%3 = nn.conv2d(%%2, %%w2);\n  %%5 = add(%%3, %%b2);\n%s  %s\n}\n",
              N, C, cases[i].H, cases[i].W, C, R, R, C, K, C, K, N, K, (long long)OH, (long long)OW, st, st, pad, pad, pad, pad, C, res,
              cases[i].pool ? "nn.max_pool2d(%6)" : "%6");
-    assert_int_equal(count_joined(text, &o), cases[i].joined);
-    for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, 1e-4);
+    check_joined(text, &o, cases[i].joined);
   }
 }
 
@@ -639,8 +645,7 @@ static void test_1x1_into_dw_matches_reference(void **state) {
              "  %%4 = add(%%3, %%b);\n  %%5 = clip(%%4, a_min=0f, a_max=6f);\n  %s\n}\n",
              N, C, cases[i].H, cases[i].W, E, C, E, E, R, R, E, st, st, pad, pad, pad, pad, dil, dil, E,
              cases[i].also ? "add(%5, %2)" : "%5");
-    assert_int_equal(count_joined(text, &o), cases[i].joined);
-    for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, 1e-4);
+    check_joined(text, &o, cases[i].joined);
   }
 }
 
