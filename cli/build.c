@@ -14,7 +14,8 @@ static int usage(void) {
   fprintf(stderr, "usage: temper build MODEL [--db DB] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
                   "                    [--target host|CPU|CPU:FEATURES] [--match exact|any]\n"
                   "                    [--emit obj|asm|llvm|loops] [--embed-limit MB] [--seed S] [--input NAME=FILE.npy]...\n"
-                  "                    [--check] [--no-pretuned | --pretuned PATH] [--predict] [--no-fuse-depthwise]\n");
+                  "                    [--check] [--no-pretuned | --pretuned PATH] [--predict] [--no-fuse-depthwise]\n"
+                  "                    [--no-fuse-expand]\n");
   return 2;
 }
 
@@ -49,7 +50,7 @@ out:
 
 typedef struct build_args {
   const char *model, *db, *target, *pretuned;
-  int threads, strict, exact, check, predict, no_dw_fusion;
+  int threads, strict, exact, check, predict, no_dw_fusion, no_pw_fusion;
   program_opts data;
   aot_opts ao;
 } build_args;
@@ -69,6 +70,7 @@ static int parse_args(int argc, char **argv, build_args *b) {
     else if (!strcmp(a, "--no-pretuned")) b->pretuned = "off";
     else if (!strcmp(a, "--predict")) b->predict = 1;
     else if (!strcmp(a, "--no-fuse-depthwise")) b->no_dw_fusion = 1;
+    else if (!strcmp(a, "--no-fuse-expand")) b->no_pw_fusion = 1;
     else if (!strcmp(a, "--pretuned") && v) b->pretuned = v, i++;
     else if (!strcmp(a, "--target") && v) b->target = v, i++;
     else if (!strcmp(a, "--match") && v && (!strcmp(v, "exact") || !strcmp(v, "any"))) b->exact = !strcmp(v, "exact"), i++;
@@ -124,7 +126,8 @@ int cmd_build(int argc, char **argv) {
     goto out;
   }
   db_chooser_predict_defaults(dc, b.predict);
-  pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc, .no_dw_fusion = b.no_dw_fusion};
+  pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc, .no_dw_fusion = b.no_dw_fusion,
+                       .no_pw_fusion = b.no_pw_fusion};
   if (cli_load(b.model, &b.data, &p)) goto out;
   d = (diag){.path = p.g->path, .text = p.g->text};
   if (db_chooser_set_model(dc, p.g, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }

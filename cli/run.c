@@ -8,7 +8,7 @@
 
 typedef struct run_opts {
   const char *model;
-  int threads, repeat, check, profile, no_dw_fusion;
+  int threads, repeat, check, profile, no_dw_fusion, no_pw_fusion;
   const char *save_dir;
   const char *config_file;
   const char *db;
@@ -19,7 +19,7 @@ typedef struct run_opts {
 static int usage(void) {
   fprintf(stderr, "usage: temper run MODEL [--threads N] [--repeat N] [--check] [--profile] [--params DIR]\n"
                   "                  [--input NAME=FILE.npy]... [--save-output DIR] [--seed S] [--config-file F | --db DB [--no-pretuned]]\n"
-                  "                  [--no-fuse-depthwise]\n");
+                  "                  [--no-fuse-depthwise] [--no-fuse-expand]\n");
   return 2;
 }
 
@@ -46,6 +46,7 @@ static int parse_args(int argc, char **argv, run_opts *o) {
     else if (!strcmp(a, "--check")) o->check = 1;
     else if (!strcmp(a, "--profile")) o->profile = 1;
     else if (!strcmp(a, "--no-fuse-depthwise")) o->no_dw_fusion = 1;
+    else if (!strcmp(a, "--no-fuse-expand")) o->no_pw_fusion = 1;
     else if (!strcmp(a, "--save-output") && v) o->save_dir = v, i++;
     else if (!strcmp(a, "--config-file") && v) o->config_file = v, i++;
     else if (!strcmp(a, "--no-pretuned")) o->pretuned = "off";
@@ -77,7 +78,7 @@ static int open_chooser(const run_opts *o, const cg_target *t, temper_graph *g, 
 
 /* the model compiled with the schedules --config-file or --db give */
 static int compile(const run_opts *o, temper_engine *e, program *p) {
-  pipeline_opts po = {.vec = e->target.vec, .no_dw_fusion = o->no_dw_fusion};
+  pipeline_opts po = {.vec = e->target.vec, .no_dw_fusion = o->no_dw_fusion, .no_pw_fusion = o->no_pw_fusion};
   json_t *configs = NULL;
   db_chooser *dc = NULL;
   if (o->config_file && !(configs = cli_load_config_file(o->config_file))) return 1;

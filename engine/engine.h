@@ -120,7 +120,8 @@ typedef struct pipeline_opts {
   sched_chooser choose;     /* NULL: defaults everywhere */
   void *ctx;
   int block_inputs;         /* test hook: convs read blocked input even from an NCHW producer */
-  int no_dw_fusion;         /* keep each depthwise conv2d apart from the 1×1 it feeds */
+  int no_dw_fusion;         /* keep each depthwise conv2d apart from the 1×1 it feeds and the 1×1 that feeds it */
+  int no_pw_fusion;         /* keep each expand 1×1 apart from the depthwise it feeds (--no-fuse-expand) */
   int dw_fusion_all;        /* test hook: join every depthwise → 1×1 pair the template can run, whatever its size */
   int pw_fusion_all;        /* test hook: join every 1×1 → depthwise pair the template can run, whatever its
                              * size and stride (before the depthwise → 1×1 after it: fuse visits producers first) */

@@ -258,7 +258,7 @@ static int join_pw_dw(const node *a, const node *b, const conv_workload *wa, con
     return 0;
   int64_t out_blk = layout_block(a->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), in_blk = layout_block(b->attrs->v[ATTR_DATA_LAYOUT].s, 'c');
   if (!out_blk || in_blk != out_blk) return 0;
-  if (wb->R * wa->W * out_blk * 4 > PW_RING_MAX_BYTES) return 0;
+  if (wb->R * wa->W * out_blk * 4 > PW_RING_MAX_BYTES || (o && o->no_pw_fusion)) return 0;
   if (o && o->pw_fusion_all) return 1;
   int64_t l1, l2;
   space_caches(&l1, &l2);

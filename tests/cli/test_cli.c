@@ -59,6 +59,23 @@ static void test_space_shows_added_blocks(void **state) {
   expect(sh("%s run tests/data/projection24.relay --check --threads 2", TEMPER_BINARY), 0, "(ok: within");
 }
 
+/* an expand 1×1 into a stride-2 depthwise (4.8 MB expanded: more than half
+ * of any L2 here) runs as one kernel; --no-fuse-expand and
+ * --no-fuse-depthwise keep the two apart; all three match the reference */
+static void test_fuse_expand_option(void **state) {
+  (void)state;
+  static const struct { const char *opt, *want; } runs[] = {
+      {"", "compiled 1 kernels"}, {"--no-fuse-expand", "compiled 2 kernels"}, {"--no-fuse-depthwise", "compiled 2 kernels"}};
+  for (int i = 0; i < 3; i++) {
+    result r = sh("%s run tests/data/expand_dw.relay --check --repeat 2 --threads 2 %s", TEMPER_BINARY, runs[i].opt);
+    if (r.code || !strstr(r.out, runs[i].want)) fprintf(stderr, "%s\n", r.out);
+    assert_int_equal(r.code, 0);
+    assert_non_null(strstr(r.out, runs[i].want));
+    assert_non_null(strstr(r.out, "(ok: within"));
+    free(r.out);
+  }
+}
+
 static void test_bad_models_exit_1(void **state) {
   (void)state;
   const char *bad[] = {
@@ -181,7 +198,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_models_refused),
       cmocka_unit_test(test_examples_pass_check), cmocka_unit_test(test_lower_seed_shows_two_primitive_functions),
-                                     cmocka_unit_test(test_space_shows_added_blocks),
+                                     cmocka_unit_test(test_space_shows_added_blocks), cmocka_unit_test(test_fuse_expand_option),
       cmocka_unit_test(test_bad_models_exit_1),   cmocka_unit_test(test_inputs_params_and_outputs),
       cmocka_unit_test(test_npy_round_trip),
   };
