@@ -290,6 +290,8 @@ int main(int argc, char **argv) {
   int sweep = 30, all = 0, n_thr = 2, thr[2] = {1, 2}, wino = 0;
   uint64_t seed = 1;
   const char *only = NULL, *dbpath = NULL, *extra[8];
+  char extra_err[8][256] = {{0}};   /* why each --config did not parse for the last layer it was tried on */
+  int extra_used[8] = {0};
   int n_extra = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--sweep") && i + 1 < argc) sweep = atoi(argv[++i]);
@@ -361,8 +363,8 @@ int main(int argc, char **argv) {
       }
     }
     for (int x = 0; x < n_extra; x++) {   /* --config: each one that parses for this layer, printed with its times */
-      char err[256];
-      if (config_parse(&sp, extra[x], &cfg, err, sizeof err)) continue;
+      if (config_parse(&sp, extra[x], &cfg, extra_err[x], sizeof extra_err[x])) continue;
+      extra_used[x] = 1;
       double t[2];
       if (time_temper(e, L, key, &cfg, n_thr, thr, t)) return 1;
       for (int i = 0; i < n_thr; i++) {
@@ -395,8 +397,17 @@ int main(int argc, char **argv) {
   for (int i = 0; i < n_thr && n_layers; i++)
     printf("\ngeometric mean over %d layers at %d thread%s: default/oneDNN %.3f, best/oneDNN %.3f\n", n_layers, thr[i],
            thr[i] > 1 ? "s" : "", exp(lg_def[i] / n_layers), exp(lg_best[i] / n_layers));
+  /* a --config no layer could run is an error, not a silent omission (a
+   * reader of the table would take the default's row for it) */
+  int rc = 0;
+  for (int x = 0; x < n_extra; x++)
+    if (!extra_used[x]) {
+      fprintf(stderr, "bench/conv2d: --config %s: not a config of any layer swept (%s)\n", extra[x],
+              extra_err[x][0] ? extra_err[x] : "no layer");
+      rc = 1;
+    }
   free(recs.r);
   dnnl_engine_destroy(eng);
   engine_destroy(e);
-  return 0;
+  return rc;
 }
