@@ -4,7 +4,8 @@
  * oneDNN (format_tag::any, forward inference). Medians of timed rounds.
  *
  * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd] [--db DB] [--config TEXT]...
- * (--config: a config, timed on every layer it applies to and printed)
+ * (--config: a config, timed on every layer it applies to and printed; one
+ * that applies to no layer swept ends the run with status 1, naming it)
  * (--db adds, per layer and thread count, the best direct config a tuning
  * database recorded for the workload at that thread count, timed here with
  * the rest; --all adds the ResNet-18-only layers; --winograd: only the 3×3 stride-1
