@@ -131,7 +131,7 @@ temper_status pipeline_optimize_with(temper_graph *g, const pipeline_opts *o, di
 temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d);
 /* fuse_with's join for the pipeline: a depthwise conv2d joins the 1×1
  * stride-1 conv2d it feeds (one kernel, schedules/conv2d_dwpw.c), and a 1×1
- * stride-1 conv2d the strided depthwise it feeds (schedules/conv2d_pwdw.c),
+ * stride-1 conv2d joins the strided depthwise it feeds (schedules/conv2d_pwdw.c),
  * where their configs read the producer's output block as it is and the
  * joined kernel pays: the producer's output is large enough that the round
  * trip leaves L2 (docs/design.md, "depthwise into the 1×1", "the expand

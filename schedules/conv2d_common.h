@@ -89,8 +89,8 @@ void conv_1x1_block(conv_ctx *c, lstmt *lb, int xbuf, int vxb, int vwb, int mn, 
 /* A joined pair (p->pre feeding p->master, conv2d_dwpw.c and
  * conv2d_pwdw.c): the producer's view of the function — its epilogue ends
  * at the consumer's data input — with its parsed schedule, and both
- * contexts. The contexts point into the struct: it stays where it was
- * initialised. */
+ * contexts, which the templates use in place (they point into the
+ * struct: it stays where it was initialised). */
 typedef struct conv_pair {
   prim pre_view;
   sched_config parsed;

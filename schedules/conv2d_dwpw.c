@@ -47,37 +47,37 @@ temper_status sched_conv2d_dwpw(prim *p, int vec, diag *d) {
   conv_pair pair;
   temper_status s = conv_pair_init(&pair, p, vec, d);
   if (s) return s;
-  conv_ctx cd = pair.pre, cp = pair.cons;
-  const conv_workload *dw = &cd.w, *pw = &cp.w;
-  if (cd.cfg.tmpl != TMPL_DEPTHWISE || cp.cfg.tmpl != TMPL_1X1 || pw->R != 1 || pw->S != 1 || pw->sh != 1 || pw->sw != 1 ||
-      pw->pt || pw->pl || pw->G != 1 || cp.x_nchw || pw->N != dw->N || pw->C != dw->K || pw->H != cd.OH || pw->W != cd.OW ||
-      cp.sb != cd.ob || cp.sb % cp.ib || !shape_eq(&pwn->args[0]->ty.shape, &dwn->ty.shape))
+  conv_ctx *cd = &pair.pre, *cp = &pair.cons;
+  const conv_workload *dw = &cd->w, *pw = &cp->w;
+  if (cd->cfg.tmpl != TMPL_DEPTHWISE || cp->cfg.tmpl != TMPL_1X1 || pw->R != 1 || pw->S != 1 || pw->sh != 1 || pw->sw != 1 ||
+      pw->pt || pw->pl || pw->G != 1 || cp->x_nchw || pw->N != dw->N || pw->C != dw->K || pw->H != cd->OH || pw->W != cd->OW ||
+      cp->sb != cd->ob || cp->sb % cp->ib || !shape_eq(&pwn->args[0]->ty.shape, &dwn->ty.shape))
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d_dwpw: %s (%s) cannot feed %s (%s) in one kernel: a depthwise conv2d and a "
                      "1×1 stride-1 conv2d reading its output block as it is",
                      ir_op_name(dwn), dwn->attrs->v[ATTR_SCHEDULE].s, ir_op_name(pwn), pwn->attrs->v[ATTR_SCHEDULE].s);
   lfunc *f = p->f;
-  int rb = lf_local(f, "dw_row", cd.KB * cd.OW * cd.ob);
-  cd.to_row = 1;
-  cd.row_buf = rb;
-  cd.row_node = pwn->args[0];
-  cd.y_nchw = 0;
-  int64_t mb = cfg_get(&cp.space, &cp.cfg, K_M_BN), unroll = cfg_get(&cp.space, &cp.cfg, K_UNROLL_IC);
-  if (mb > cp.OW) mb = cp.OW;
+  int rb = lf_local(f, "dw_row", cd->KB * cd->OW * cd->ob);
+  cd->to_row = 1;
+  cd->row_buf = rb;
+  cd->row_node = pwn->args[0];
+  cd->y_nchw = 0;
+  int64_t mb = cfg_get(&cp->space, &cp->cfg, K_M_BN), unroll = cfg_get(&cp->space, &cp->cfg, K_UNROLL_IC);
+  if (mb > cp->OW) mb = cp->OW;
   int vt = lf_var(f, "n_oh"), vn = lf_var(f, "n"), voh = lf_var(f, "oh"), vcb = lf_var(f, "dcb"), vkb = lf_var(f, "kb");
-  lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&cp, 0), CI(&cp, pw->N * cp.OH), LOOP_PARALLEL));
-  ls_add(f, lt, ls_let(f, vn, lx_bin(f, LO_DIV, CV(&cp, vt), CI(&cp, cp.OH))));
-  ls_add(f, lt, ls_let(f, voh, lx_bin(f, LO_MOD, CV(&cp, vt), CI(&cp, cp.OH))));
-  ls_add(f, lt, ls_prefetch_next(f, pw->N * cp.OH));
-  lstmt *lc = ls_add(f, lt, ls_for(f, vcb, CI(&cp, 0), CI(&cp, cd.KB), LOOP_SERIAL));
-  dw_emit_row(&cd, lc, CV(&cp, vn), CV(&cp, vcb), CV(&cp, voh));
-  lstmt *lk = ls_add(f, lt, ls_for(f, vkb, CI(&cp, 0), CI(&cp, cp.KB), LOOP_SERIAL));
-  int64_t full = cp.OW / mb, rem = cp.OW % mb;
-  if (full == 1) pw_tile(&cp, rb, lk, CV(&cp, vn), CV(&cp, vkb), CV(&cp, voh), CI(&cp, 0), (int)mb, (int)unroll);
+  lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(cp, 0), CI(cp, pw->N * cp->OH), LOOP_PARALLEL));
+  ls_add(f, lt, ls_let(f, vn, lx_bin(f, LO_DIV, CV(cp, vt), CI(cp, cp->OH))));
+  ls_add(f, lt, ls_let(f, voh, lx_bin(f, LO_MOD, CV(cp, vt), CI(cp, cp->OH))));
+  ls_add(f, lt, ls_prefetch_next(f, pw->N * cp->OH));
+  lstmt *lc = ls_add(f, lt, ls_for(f, vcb, CI(cp, 0), CI(cp, cd->KB), LOOP_SERIAL));
+  dw_emit_row(cd, lc, CV(cp, vn), CV(cp, vcb), CV(cp, voh));
+  lstmt *lk = ls_add(f, lt, ls_for(f, vkb, CI(cp, 0), CI(cp, cp->KB), LOOP_SERIAL));
+  int64_t full = cp->OW / mb, rem = cp->OW % mb;
+  if (full == 1) pw_tile(cp, rb, lk, CV(cp, vn), CV(cp, vkb), CV(cp, voh), CI(cp, 0), (int)mb, (int)unroll);
   else if (full > 1) {
     int vm = lf_var(f, "mt");
-    lstmt *lm = ls_add(f, lk, ls_for(f, vm, CI(&cp, 0), CI(&cp, full), LOOP_SERIAL));
-    pw_tile(&cp, rb, lm, CV(&cp, vn), CV(&cp, vkb), CV(&cp, voh), lx_mul(f, CV(&cp, vm), CI(&cp, mb)), (int)mb, (int)unroll);
+    lstmt *lm = ls_add(f, lk, ls_for(f, vm, CI(cp, 0), CI(cp, full), LOOP_SERIAL));
+    pw_tile(cp, rb, lm, CV(cp, vn), CV(cp, vkb), CV(cp, voh), lx_mul(f, CV(cp, vm), CI(cp, mb)), (int)mb, (int)unroll);
   }
-  if (rem) pw_tile(&cp, rb, lk, CV(&cp, vn), CV(&cp, vkb), CV(&cp, voh), CI(&cp, full * mb), (int)rem, (int)unroll);
+  if (rem) pw_tile(cp, rb, lk, CV(cp, vn), CV(cp, vkb), CV(cp, voh), CI(cp, full * mb), (int)rem, (int)unroll);
   return d->status;
 }

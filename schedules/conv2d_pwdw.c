@@ -93,46 +93,46 @@ temper_status sched_conv2d_pwdw(prim *p, int vec, diag *d) {
   conv_pair pair;
   temper_status s = conv_pair_init(&pair, p, vec, d);
   if (s) return s;
-  conv_ctx cp = pair.pre, cd = pair.cons;
-  const conv_workload *pw = &cp.w, *dw = &cd.w;
-  if (cp.cfg.tmpl != TMPL_1X1 || cd.cfg.tmpl != TMPL_DEPTHWISE || pw->R != 1 || pw->S != 1 || pw->sh != 1 || pw->sw != 1 ||
+  conv_ctx *cp = &pair.pre, *cd = &pair.cons;
+  const conv_workload *pw = &cp->w, *dw = &cd->w;
+  if (cp->cfg.tmpl != TMPL_1X1 || cd->cfg.tmpl != TMPL_DEPTHWISE || pw->R != 1 || pw->S != 1 || pw->sh != 1 || pw->sw != 1 ||
       pw->pt || pw->pl || pw->pb || pw->pr || pw->G != 1 || dw->dh != 1 || pw->N != dw->N || dw->C != pw->K ||
-      dw->H != cp.OH || dw->W != cp.OW || cd.sb != cp.ob || !shape_eq(&dwn->args[0]->ty.shape, &pwn->ty.shape))
+      dw->H != cp->OH || dw->W != cp->OW || cd->sb != cp->ob || !shape_eq(&dwn->args[0]->ty.shape, &pwn->ty.shape))
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d_pwdw: %s (%s) cannot feed %s (%s) in one kernel: a 1×1 stride-1 conv2d and a "
                      "depthwise conv2d of dilation 1 reading its output block as it is",
                      ir_op_name(pwn), pwn->attrs->v[ATTR_SCHEDULE].s, ir_op_name(dwn), dwn->attrs->v[ATTR_SCHEDULE].s);
   lfunc *f = p->f;
   int64_t R = dw->R, sh = dw->sh, keep = R > sh ? R - sh : 0;   /* rows an output row shares with the one before */
-  int ring = lf_local(f, "pw_ring", R * cp.OW * cp.ob);
-  cp.to_row = 1;
-  cp.row_buf = ring;
-  cp.row_node = dwn->args[0];
-  cp.row_rows = R;
-  cp.row_slot = lf_var(f, "slot");
-  cp.y_nchw = 0;
-  cd.xb = ring;
-  cd.ring_rows = R;
-  int64_t mb = cfg_get(&cp.space, &cp.cfg, K_M_BN), unroll = cfg_get(&cp.space, &cp.cfg, K_UNROLL_IC);
-  if (mb > cp.OW) mb = cp.OW;
-  int64_t br = band_rows(cd.OH, cp.KB), bands = (cd.OH + br - 1) / br;
+  int ring = lf_local(f, "pw_ring", R * cp->OW * cp->ob);
+  cp->to_row = 1;
+  cp->row_buf = ring;
+  cp->row_node = dwn->args[0];
+  cp->row_rows = R;
+  cp->row_slot = lf_var(f, "slot");
+  cp->y_nchw = 0;
+  cd->xb = ring;
+  cd->ring_rows = R;
+  int64_t mb = cfg_get(&cp->space, &cp->cfg, K_M_BN), unroll = cfg_get(&cp->space, &cp->cfg, K_UNROLL_IC);
+  if (mb > cp->OW) mb = cp->OW;
+  int64_t br = band_rows(cd->OH, cp->KB), bands = (cd->OH + br - 1) / br;
   int vt = lf_var(f, "n_band_kb"), vn = lf_var(f, "n"), vb0 = lf_var(f, "oh0"), vkb = lf_var(f, "kb"), voh = lf_var(f, "oh");
-  lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(&cd, 0), CI(&cd, dw->N * bands * cp.KB), LOOP_PARALLEL));
-  ls_add(f, lt, ls_let(f, vn, lx_bin(f, LO_DIV, CV(&cd, vt), CI(&cd, bands * cp.KB))));
-  ls_add(f, lt, ls_let(f, vb0, lx_mul(f, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, CV(&cd, vt), CI(&cd, cp.KB)), CI(&cd, bands)), CI(&cd, br))));
-  ls_add(f, lt, ls_let(f, vkb, lx_bin(f, LO_MOD, CV(&cd, vt), CI(&cd, cp.KB))));
-  ls_add(f, lt, ls_prefetch_next(f, dw->N * bands * cp.KB));
+  lstmt *lt = ls_add(f, f->body, ls_for(f, vt, CI(cd, 0), CI(cd, dw->N * bands * cp->KB), LOOP_PARALLEL));
+  ls_add(f, lt, ls_let(f, vn, lx_bin(f, LO_DIV, CV(cd, vt), CI(cd, bands * cp->KB))));
+  ls_add(f, lt, ls_let(f, vb0, lx_mul(f, lx_bin(f, LO_MOD, lx_bin(f, LO_DIV, CV(cd, vt), CI(cd, cp->KB)), CI(cd, bands)), CI(cd, br))));
+  ls_add(f, lt, ls_let(f, vkb, lx_bin(f, LO_MOD, CV(cd, vt), CI(cd, cp->KB))));
+  ls_add(f, lt, ls_prefetch_next(f, dw->N * bands * cp->KB));
   lexpr *lo, *ext;
   if (keep) {   /* the rows the band's first output row shares with the row before it */
-    lexpr *ih0 = lx_bin(f, LO_SUB, lx_mul(f, CV(&cd, vb0), CI(&cd, sh)), CI(&cd, dw->pt));
-    clipped(&cp, lt, ih0, lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, CV(&cd, vb0), CI(&cd, sh)), CI(&cd, dw->pt)), CI(&cd, keep)), dw->H, &lo, &ext);
-    pw_rows(&cp, lt, CV(&cd, vn), vkb, lo, ext, mb, (int)unroll);
+    lexpr *ih0 = lx_bin(f, LO_SUB, lx_mul(f, CV(cd, vb0), CI(cd, sh)), CI(cd, dw->pt));
+    clipped(cp, lt, ih0, lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, CV(cd, vb0), CI(cd, sh)), CI(cd, dw->pt)), CI(cd, keep)), dw->H, &lo, &ext);
+    pw_rows(cp, lt, CV(cd, vn), vkb, lo, ext, mb, (int)unroll);
   }
-  lexpr *rows = lx_bin(f, LO_MIN, CI(&cd, br), lx_bin(f, LO_SUB, CI(&cd, cd.OH), CV(&cd, vb0)));
-  lstmt *lo_oh = ls_add(f, lt, ls_for(f, voh, CV(&cd, vb0), rows, LOOP_SERIAL));
-  lexpr *from = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, CV(&cd, voh), CI(&cd, sh)), CI(&cd, dw->pt)), CI(&cd, keep));
-  lexpr *to = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, CV(&cd, voh), CI(&cd, sh)), CI(&cd, dw->pt)), CI(&cd, R));
-  clipped(&cp, lo_oh, from, to, dw->H, &lo, &ext);
-  pw_rows(&cp, lo_oh, CV(&cd, vn), vkb, lo, ext, mb, (int)unroll);
-  dw_emit_row(&cd, lo_oh, CV(&cd, vn), CV(&cd, vkb), CV(&cd, voh));
+  lexpr *rows = lx_bin(f, LO_MIN, CI(cd, br), lx_bin(f, LO_SUB, CI(cd, cd->OH), CV(cd, vb0)));
+  lstmt *lo_oh = ls_add(f, lt, ls_for(f, voh, CV(cd, vb0), rows, LOOP_SERIAL));
+  lexpr *from = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, CV(cd, voh), CI(cd, sh)), CI(cd, dw->pt)), CI(cd, keep));
+  lexpr *to = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, CV(cd, voh), CI(cd, sh)), CI(cd, dw->pt)), CI(cd, R));
+  clipped(cp, lo_oh, from, to, dw->H, &lo, &ext);
+  pw_rows(cp, lo_oh, CV(cd, vn), vkb, lo, ext, mb, (int)unroll);
+  dw_emit_row(cd, lo_oh, CV(cd, vn), CV(cd, vkb), CV(cd, voh));
   return d->status;
 }

@@ -67,7 +67,7 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   int64_t tasks = c->tmpl == TMPL_1X1 ? w->N * (w->K / ob) * ((OH * OW + cols - 1) / cols)
                   : !par            ? w->N * (w->K / ob) * row_tiles
                   : c->tmpl == TMPL_NCHWC && conv_split_rows(sp) ? w->N * row_tiles   /* par=1 over rows: (n, row tile) */
-                                                                : w->N * (w->K / ob);
+                                                                 : w->N * (w->K / ob);
   f[15] = lg((double)tasks / 2.0);
   int64_t span = c->tmpl == TMPL_1X1 ? OH * OW : OW;
   f[16] = (float)(((span + cols - 1) / cols) * cols - span) / (float)span;
