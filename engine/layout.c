@@ -23,6 +23,7 @@ typedef struct alter {
   int cap;
   conv_memo *memo;     /* layout conversions made, so a value converts once */
   int n_memo, cap_memo;
+  const int *uses;     /* node id → uses, in the graph before the rewrite */
   diag *d;
 } alter;
 
@@ -118,13 +119,76 @@ static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, con
   return set_blk(a, c, (int)l->out_blk) ? NULL : c;
 }
 
+static int join_rule(const conv_workload *wa, int ta, int64_t a_out, const conv_workload *wb, int tb, int64_t b_in, int64_t b_ki,
+                     const pipeline_opts *o);
+
+/* The conv2d x comes from through its own elementwise ops (unary, or
+ * with a constant or a parameter: a bias), each value on the way used once — the pair
+ * fuse_with offers to a join. x is the rewritten value, old the same
+ * value before the rewrite (whose use counts a->uses has); *old_conv the
+ * producer before it. */
+static const node *producer_conv(const alter *a, const node *x, const node *old, const node **old_conv) {
+  for (;;) {
+    if (!a->uses || x->kind != N_CALL || old->kind != N_CALL || x->op != old->op || a->uses[old->id] != 1 || x->n_args < 1 ||
+        x->n_args != old->n_args)
+      return NULL;
+    if (x->op == OP_CONV2D) {
+      *old_conv = old;
+      return x->attrs->config ? x : NULL;
+    }
+    if (!is_unary(x->op) && !((is_binary(x->op) || x->op == OP_BIAS_ADD) && x->n_args == 2 && old->args[1]->kind != N_CALL))
+      return NULL;
+    x = x->args[0];
+    old = old->args[0];
+  }
+}
+
+/* a conv2d's producer as its chooser's site sees it (conv_site.joins) */
+typedef struct join_site {
+  const node *p;
+  conv_workload wp;
+  int64_t p_out;
+  const pipeline_opts *o;
+} join_site;
+
+static int site_joins(const conv_site *site, const task_space *s, const sched_config *c) {
+  const join_site *j = site->join_ctx;
+  conv_layouts l;
+  config_layouts(s, c, site->in_block, &l);
+  return join_rule(&j->wp, j->p->attrs->config->tmpl, j->p_out, &s->w, c->tmpl, l.in_blk, l.ki, j->o);
+}
+
+/* Sets the site's join where n's producer is a conv2d of a template that
+ * joins a consumer and is not itself joined to its own producer (a kernel
+ * joins two conv2d, the producer side first: fuse_with). */
+static void site_join(alter *a, node *n, node **args, join_site *j, conv_site *site) {
+  const node *old_p = NULL, *old_q = NULL;
+  const node *p = producer_conv(a, args[0], n->args[0], &old_p);
+  if (!p || (a->o && a->o->no_dw_fusion) || workload_of(p, &j->wp)) return;
+  int tp = p->attrs->config->tmpl;
+  if (tp != TMPL_1X1 && tp != TMPL_DEPTHWISE) return;
+  j->p = p;
+  j->p_out = layout_block(p->attrs->v[ATTR_OUT_LAYOUT].s, 'c');
+  j->o = a->o;
+  const node *q = producer_conv(a, p->args[0], old_p->args[0], &old_q);
+  conv_workload wq;
+  if (q && !workload_of(q, &wq) &&
+      join_rule(&wq, q->attrs->config->tmpl, layout_block(q->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), &j->wp, tp,
+                layout_block(p->attrs->v[ATTR_DATA_LAYOUT].s, 'c'), layout_block(p->attrs->v[ATTR_KERNEL_LAYOUT].s, 'i'), a->o))
+    return;
+  site->joins = site_joins;
+  site->join_ctx = j;
+}
+
 /* the config of a conv2d: the chooser's, or the template default */
 static int choose_config(alter *a, node *n, node **args, const task_space *sp, sched_config *cfg) {
   int chosen = 0;
   if (a->o->choose) {
     char key[256], err[512] = "";
     workload_key(&sp->w, key, sizeof key);
-    conv_site site = {get_blk(a, args[0]), shape_numel(&args[0]->ty.shape)};
+    conv_site site = {get_blk(a, args[0]), shape_numel(&args[0]->ty.shape), NULL, NULL};
+    join_site j;
+    site_join(a, n, args, &j, &site);
     chosen = a->o->choose(a->o->ctx, key, sp, &site, cfg, err, sizeof err);
     if (chosen < 0) {
       diag_error(a->d, n->loc, "nn.conv2d %s: %s", key, err);
@@ -224,7 +288,12 @@ static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag 
  * schedule attribute; main's inputs and outputs stay NCHW */
 temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d) {
   alter a = {.o = o, .d = d};
+  arena scratch = {0};
+  int n = 0;
+  node **order = o->choose ? ir_topo(&scratch, g->main->body, &n) : NULL;
+  a.uses = order ? ir_use_counts(&scratch, g, order, n) : NULL;   /* none: no join weighed, as before */
   temper_status s = ir_rewrite(g, alter_node, &a, d);
+  arena_free(&scratch);
   if (!s && get_blk(&a, g->main->body)) {
     node *b = to_block(g, &a, g->main->body, 0);
     if (b) g->main->body = b;
@@ -252,30 +321,28 @@ enum {
  * size and the depthwise → 1×1 join, which computes nothing twice, is
  * kept. And, as there, where the expanded tensor, one image, would not
  * stay in L2 between the kernels. */
-static int join_pw_dw(const node *a, const node *b, const conv_workload *wa, const conv_workload *wb, const pipeline_opts *o) {
+static int join_pw_dw(const conv_workload *wa, int64_t a_out, const conv_workload *wb, int64_t b_in, const pipeline_opts *o) {
   if (wa->R != 1 || wa->S != 1 || wa->sh != 1 || wa->sw != 1 || wa->pt || wa->pl || wa->pb || wa->pr || wa->G != 1 || wb->dh != 1 ||
       wb->dw != 1)
     return 0;
-  int64_t out_blk = layout_block(a->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), in_blk = layout_block(b->attrs->v[ATTR_DATA_LAYOUT].s, 'c');
-  if (!out_blk || in_blk != out_blk) return 0;
-  if (wb->R * wa->W * out_blk * 4 > PW_RING_MAX_BYTES || (o && o->no_pw_fusion)) return 0;
+  if (!a_out || b_in != a_out) return 0;
+  if (wb->R * wa->W * a_out * 4 > PW_RING_MAX_BYTES || (o && o->no_pw_fusion)) return 0;
   if (o && o->pw_fusion_all) return 1;
   int64_t l1, l2;
   space_caches(&l1, &l2);
   return wb->sh >= 2 && wa->K * wa->H * wa->W * 4 > l2 / 2;
 }
 
-int layout_join_dw(const node *a, const node *b, void *ctx) {
-  const pipeline_opts *o = ctx;
-  const sched_config *ca = a->attrs->config, *cb = b->attrs->config;
-  conv_workload wa, wb;
-  if (a->op != OP_CONV2D || b->op != OP_CONV2D || !ca || !cb || workload_of(a, &wa) || workload_of(b, &wb)) return 0;
-  if (ca->tmpl == TMPL_1X1 && cb->tmpl == TMPL_DEPTHWISE) return join_pw_dw(a, b, &wa, &wb, o);
-  if (ca->tmpl != TMPL_DEPTHWISE || cb->tmpl != TMPL_1X1) return 0;
-  if (wb.R != 1 || wb.S != 1 || wb.sh != 1 || wb.sw != 1 || wb.pt || wb.pl || wb.pb || wb.pr || wb.G != 1) return 0;
-  int64_t out_blk = layout_block(a->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), in_blk = layout_block(b->attrs->v[ATTR_DATA_LAYOUT].s, 'c'),
-          ki = layout_block(b->attrs->v[ATTR_KERNEL_LAYOUT].s, 'i');
-  if (!out_blk || in_blk != out_blk || !ki || in_blk % ki) return 0;
+/* Whether conv2d a (its workload, template and output block) and the
+ * conv2d b it feeds (workload, template, input block and the weights'
+ * input block) run as one kernel: the rule of layout_join_dw, on the
+ * values a chooser also has for a config it weighs (conv_site.joins). */
+static int join_rule(const conv_workload *wa, int ta, int64_t a_out, const conv_workload *wb, int tb, int64_t b_in, int64_t b_ki,
+                     const pipeline_opts *o) {
+  if (ta == TMPL_1X1 && tb == TMPL_DEPTHWISE) return join_pw_dw(wa, a_out, wb, b_in, o);
+  if (ta != TMPL_DEPTHWISE || tb != TMPL_1X1) return 0;
+  if (wb->R != 1 || wb->S != 1 || wb->sh != 1 || wb->sw != 1 || wb->pt || wb->pl || wb->pb || wb->pr || wb->G != 1) return 0;
+  if (!a_out || b_in != a_out || !b_ki || b_in % b_ki) return 0;
   /* joined where the depthwise output, one image, would not stay in L2
    * between the two kernels (more than half of it): there the round trip
    * costs; below, the 1×1 apart reads it from L2 and its own schedule
@@ -283,5 +350,13 @@ int layout_join_dw(const node *a, const node *b, void *ctx) {
    * "depthwise into the 1×1") */
   int64_t l1, l2;
   space_caches(&l1, &l2);
-  return wa.K * wb.W * 4 <= DW_ROW_MAX_BYTES && ((o && o->dw_fusion_all) || wa.K * wb.H * wb.W * 4 > l2 / 2);
+  return wa->K * wb->W * 4 <= DW_ROW_MAX_BYTES && ((o && o->dw_fusion_all) || wa->K * wb->H * wb->W * 4 > l2 / 2);
+}
+
+int layout_join_dw(const node *a, const node *b, void *ctx) {
+  const sched_config *ca = a->attrs->config, *cb = b->attrs->config;
+  conv_workload wa, wb;
+  if (a->op != OP_CONV2D || b->op != OP_CONV2D || !ca || !cb || workload_of(a, &wa) || workload_of(b, &wb)) return 0;
+  return join_rule(&wa, ca->tmpl, layout_block(a->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), &wb, cb->tmpl,
+                   layout_block(b->attrs->v[ATTR_DATA_LAYOUT].s, 'c'), layout_block(b->attrs->v[ATTR_KERNEL_LAYOUT].s, 'i'), ctx);
 }

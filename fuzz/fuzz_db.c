@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     space_build(&w, 16, &sp);
     char key[256];
     workload_key(&w, key, sizeof key);
-    conv_site site = {0, 64 * 56 * 56};
+    conv_site site = {.in_block = 0, .in_floats = 64 * 56 * 56};
     sched_config c;
     db_chooser_choose(dc, key, &sp, &site, &c, err, sizeof err);
     chooser_summary s;

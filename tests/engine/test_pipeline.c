@@ -110,6 +110,88 @@ static void test_pipeline_squeeze_excite(void **state) {
 }
 
 
+/* what a chooser is told of the join with each conv2d's producer
+ * (conv_site.joins): the expand's depthwise and the depthwise's 1×1 see
+ * it, and the config that reads the producer's block as it is makes it
+ * where another block does not; the 1×1 after a depthwise already joined
+ * to its expand sees none (a kernel joins two conv2d) */
+typedef struct site_seen {
+  int calls, with_join, def_joins, other_joins;
+  char keys[4][256];
+  int at_stake[4];
+} site_seen;
+
+static int seen_choose(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
+                       char *err, size_t n) {
+  (void)out, (void)err, (void)n;
+  site_seen *v = ctx;
+  if (v->calls < 4) {
+    snprintf(v->keys[v->calls], sizeof v->keys[0], "%s", key);
+    v->at_stake[v->calls] = site->joins != NULL;
+  }
+  v->calls++;
+  if (!site->joins) return 0;
+  v->with_join++;
+  sched_config def, c;
+  config_default_at(s, site->in_block, 1, &def);
+  v->def_joins += site->joins(site, s, &def);
+  for (int64_t i = 0; i < s->size; i++) {   /* the first valid config of the template in another block */
+    conv_layouts l;
+    if (space_config(s, i, &c) || !space_valid(s, &c) || c.tmpl != def.tmpl) continue;
+    config_layouts(s, &c, site->in_block, &l);
+    if (l.in_blk == site->in_block) continue;
+    v->other_joins += site->joins(site, s, &c);
+    break;
+  }
+  return 0;
+}
+
+static void test_pipeline_join_sites(void **state) {
+  (void)state;
+  const char *text[2] = {
+      "def @main(%x: Tensor[(1, 16, 56, 56), float32], %w1: Tensor[(96, 16, 1, 1), float32], %b1: Tensor[(96, 1, 1), float32],\n"
+      "          %w2: Tensor[(96, 1, 3, 3), float32], %w3: Tensor[(24, 96, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w1);\n  %1 = add(%0, %b1);\n  %2 = clip(%1, a_min=0f, a_max=6f);\n"
+      "  %3 = nn.conv2d(%2, %w2, strides=[2, 2], padding=[1, 1, 1, 1], groups=96);\n  %4 = nn.relu(%3);\n"
+      "  nn.conv2d(%4, %w3)\n}\n",
+      "def @main(%x: Tensor[(1, 16, 56, 56), float32], %w1: Tensor[(96, 16, 1, 1), float32], %b1: Tensor[(96, 1, 1), float32],\n"
+      "          %w2: Tensor[(96, 1, 3, 3), float32], %w3: Tensor[(24, 96, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w1);\n  %1 = add(%0, %b1);\n  %2 = clip(%1, a_min=0f, a_max=6f);\n"
+      "  %3 = nn.conv2d(%2, %w2, padding=[1, 1, 1, 1], groups=96);\n  %4 = nn.relu(%3);\n"
+      "  nn.conv2d(%4, %w3)\n}\n"};
+  for (int k = 0; k < 2; k++) {
+    temper_graph *g = parse_ok(text[k]);
+    site_seen v = {0};
+    /* the joins whatever the sizes: stride 2 the expand's, stride 1 the depthwise's */
+    pipeline_opts o = {.vec = 16, .choose = seen_choose, .ctx = &v, .pw_fusion_all = k == 0, .dw_fusion_all = k == 1};
+    diag d = {0};
+    assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+    assert_int_equal(v.calls, 3);
+    assert_int_equal(v.at_stake[0], 0);   /* the expand: its producer is the input */
+    if (k == 0) {
+      assert_non_null(strstr(v.keys[1], "_g96_"));
+      assert_int_equal(v.at_stake[1], 1);
+      assert_int_equal(v.at_stake[2], 0);   /* its depthwise joined the expand */
+    } else {
+      /* the expand does not join a stride-1 depthwise: only the 1×1 sees
+       * a join, and a 1×1 config makes it (the depthwise's own site has a
+       * callback that no config satisfies) */
+      assert_int_equal(v.at_stake[2], 1);
+    }
+    assert_true(v.def_joins >= 1);
+    assert_int_equal(v.other_joins, 0);
+    char *p = print_graph(g);
+    int joined = 0;
+    for (char *q = strstr(p, "Primitive=1"); q; q = strstr(q + 1, "Primitive=1")) {
+      char *e = strstr(q + 1, "Primitive=1"), *c1 = strstr(q, "nn.conv2d("), *c2 = c1 ? strstr(c1 + 1, "nn.conv2d(") : NULL;
+      joined += c2 && (!e || c2 < e);
+    }
+    assert_int_equal(joined, 1);
+    free(p);
+    temper_graph_destroy(g);
+  }
+}
+
 /* transposes around elementwise ops with constant operands cancel (sink.c);
  * a value of the region used outside it keeps them */
 static void test_pipeline_sink_transposes(void **state) {
@@ -144,6 +226,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_resnet_block),
       cmocka_unit_test(test_pipeline_winograd),
       cmocka_unit_test(test_pipeline_squeeze_excite),
+      cmocka_unit_test(test_pipeline_join_sites),
       cmocka_unit_test(test_pipeline_sink_transposes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,7 +35,7 @@ static void add(temper_db *db, int64_t tid, const sched_config *c, int version, 
 
 static int choose(db_chooser *dc, sched_config *out) {
   char err[256];
-  conv_site site = {0, 16 * 8 * 8};
+  conv_site site = {.in_block = 0, .in_floats = 16 * 8 * 8};
   return db_chooser_choose(dc, key, &sp, &site, out, err, sizeof err);
 }
 
@@ -133,6 +133,67 @@ static void test_choices(void **state) {
 }
 
 
+/* a join with the producer at stake (conv_site.joins): a record that
+ * breaks it pays the producer output's round trip; the fastest record wins
+ * where none is at stake, or where the gap passes the round trip */
+static int64_t joining_index;
+static int joins_one(const conv_site *site, const struct task_space *s, const struct sched_config *c) {
+  (void)site;
+  return space_index(s, c) == joining_index;
+}
+
+static void test_join_at_stake(void **state) {
+  (void)state;
+  snprintf(path, sizeof path, "/tmp/temper_choose_join_%d.db", (int)getpid());
+  unlink(path);
+  cg_target host;
+  diag d = {0};
+  cg_host_target(&host, &d);
+  conv_workload w = {1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  space_build(&w, host.vec, &sp);
+  workload_key(&w, key, sizeof key);
+  /* two configs that read and write the same blocks: only the join tells them apart */
+  sched_config c[64], a = {0}, b = {0};
+  valid_configs(c, 64);
+  int found = 0;
+  conv_layouts la, lb;
+  for (int i = 0; i < 64 && !found; i++)
+    for (int j = i + 1; j < 64 && !found; j++) {
+      config_layouts(&sp, &c[i], -1, &la);
+      config_layouts(&sp, &c[j], -1, &lb);
+      if (la.in_blk == lb.in_blk && la.out_blk == lb.out_blk) a = c[i], b = c[j], found = 1;
+    }
+  assert_true(found);
+  char err[4096];
+  temper_db *db = NULL;
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  db_target ht;
+  target_host(&ht);
+  int64_t tid, wid;
+  assert_int_equal(db_target_id(db, &ht, &tid), TEMPER_OK);
+  assert_int_equal(db_workload_id(db, key, "conv2d", "{}", workload_flops(&w), &wid), TEMPER_OK);
+  add(db, tid, &a, tmpl_versions[TMPL_NCHWC], 1, 20e-6);
+  add(db, tid, &b, tmpl_versions[TMPL_NCHWC], 1, 24e-6);   /* b makes the join */
+  temper_db_close(db);
+  joining_index = space_index(&sp, &b);
+  /* the producer's output: 112 896 floats (14×14×576), 15 µs as a round trip */
+  conv_site plain = {.in_block = (int)la.in_blk, .in_floats = 14 * 14 * 576}, joined = plain, small = plain;
+  joined.joins = joins_one;
+  small.joins = joins_one;
+  small.in_floats = 14 * 14 * 24;   /* 0.6 µs: the 4 µs gap wins */
+  const conv_site *sites[3] = {&plain, &joined, &small};
+  const sched_config *want[3] = {&a, &b, &a};
+  for (int i = 0; i < 3; i++) {   /* a chooser per site: it keeps a workload's first choice */
+    db_chooser *dc = NULL;
+    sched_config got;
+    assert_int_equal(db_chooser_open(path, &host, 1, 0, &dc, err, sizeof err), TEMPER_OK);
+    assert_int_equal(db_chooser_choose(dc, key, &sp, sites[i], &got, err, sizeof err), 1);
+    if (space_index(&sp, &got) != space_index(&sp, want[i])) fail_msg("site %d: not the expected record", i);
+    db_chooser_close(dc);
+  }
+  unlink(path);
+}
+
 
 /* the workload's description, as the tuner records it (import checks it) */
 static const char *desc_of(const conv_workload *w) {
@@ -221,7 +282,7 @@ static void test_pretuned(void **state) {
   if (db_chooser_use_pretuned(dc, dir, err, sizeof err)) fail_msg("%s", err);
   assert_int_equal(choose(dc, &got), 1);   /* the user's record wins, though the log's is faster */
   assert_int_equal(space_index(&sp, &got), space_index(&sp, &c[1]));
-  conv_site site = {0, 32 * 8 * 8};
+  conv_site site = {.in_block = 0, .in_floats = 32 * 8 * 8};
   assert_int_equal(db_chooser_choose(dc, key2, &sp2, &site, &got, err, sizeof err), 1);   /* nothing of the user's: the log's */
   assert_int_equal(space_index(&sp2, &got), space_index(&sp2, &c2[0]));
   chooser_entry e;
@@ -331,6 +392,7 @@ static void test_shipped_logs(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_choices), cmocka_unit_test(test_pretuned), cmocka_unit_test(test_shipped_logs)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_choices), cmocka_unit_test(test_join_at_stake), cmocka_unit_test(test_pretuned),
+                                     cmocka_unit_test(test_shipped_logs)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
