@@ -110,15 +110,16 @@ struct task_space;
 struct sched_config;
 /* Where a conv2d sits: the channel block its producer's layout has (0:
  * NCHW) and the input's size, so a chooser can weigh a layout transform;
- * and, where its producer is a conv2d the pipeline could join it with
- * (layout_join_dw), whether a config of it makes that join — a config
- * that does not pays the round trip of the producer's output (in_floats)
- * that the joined kernel saves. joins NULL: no join at stake. */
+ * and, where the pipeline could join it with its producer or its consumer
+ * (layout_join_dw), the floats of the tensors between them that a config
+ * sends through memory by not making such a join (each join's tensor
+ * written and read again; 0 for a config that makes them all).
+ * join_loss NULL: no join at stake. */
 typedef struct conv_site {
   int in_block;
   int64_t in_floats;
-  int (*joins)(const struct conv_site *site, const struct task_space *s, const struct sched_config *c);
-  const void *join_ctx;      /* for joins: the producer, as layout.c sees it */
+  int64_t (*join_loss)(const struct conv_site *site, const struct task_space *s, const struct sched_config *c);
+  const void *join_ctx;      /* for join_loss: the neighbours, as layout.c sees them */
 } conv_site;
 /* Chooses the schedule of a conv2d workload: 1 and *out set, 0 for the
  * template default, -1 with a message in err. */

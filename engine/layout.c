@@ -24,6 +24,7 @@ typedef struct alter {
   conv_memo *memo;     /* layout conversions made, so a value converts once */
   int n_memo, cap_memo;
   const int *uses;     /* node id → uses, in the graph before the rewrite */
+  node **users;        /* node id → its one user there (where uses is 1) */
   diag *d;
 } alter;
 
@@ -129,55 +130,104 @@ static int join_rule(const conv_workload *wa, int ta, int64_t a_out, const conv_
  * producer before it. */
 static const node *producer_conv(const alter *a, const node *x, const node *old, const node **old_conv) {
   for (;;) {
-    if (!a->uses || x->kind != N_CALL || old->kind != N_CALL || x->op != old->op || a->uses[old->id] != 1 || x->n_args < 1 ||
-        x->n_args != old->n_args)
+    if (!a->uses || x->kind != N_CALL || old->kind != N_CALL || a->uses[old->id] != 1 || x->n_args < 1 ||
+        (x->op == OP_CONV2D) != (old->op == OP_CONV2D))
       return NULL;
     if (x->op == OP_CONV2D) {
       *old_conv = old;
       return x->attrs->config ? x : NULL;
     }
-    if (!is_unary(x->op) && !((is_binary(x->op) || x->op == OP_BIAS_ADD) && x->n_args == 2 && old->args[1]->kind != N_CALL))
+    /* the rewrite keeps each op's first argument first (a bias_add may become an add) */
+    if (!is_unary(old->op) && !((is_binary(old->op) || old->op == OP_BIAS_ADD) && old->n_args == 2 && old->args[1]->kind != N_CALL))
       return NULL;
     x = x->args[0];
     old = old->args[0];
   }
 }
 
-/* a conv2d's producer as its chooser's site sees it (conv_site.joins) */
+/* The conv2d that reads n's output through elementwise ops of n's own
+ * (producer_conv's chain, forward), in the graph before the rewrite, each
+ * value on the way used once: the consumer fuse_with would offer a join */
+static const node *consumer_conv(const alter *a, const node *n) {
+  for (const node *x = n;;) {
+    if (!a->uses || a->uses[x->id] != 1 || !a->users[x->id]) return NULL;
+    const node *u = a->users[x->id];
+    if (u->kind != N_CALL || u->n_args < 1 || u->args[0] != x) return NULL;
+    if (u->op == OP_CONV2D) return u;
+    if (!is_unary(u->op) && !((is_binary(u->op) || u->op == OP_BIAS_ADD) && u->n_args == 2 && u->args[1]->kind != N_CALL))
+      return NULL;
+    x = u;
+  }
+}
+
+/* a conv2d's neighbours as its chooser's site sees them (conv_site.join_loss):
+ * the producer it could join (p), the depthwise consumer that could join it (has_c) */
 typedef struct join_site {
   const node *p;
   conv_workload wp;
   int64_t p_out;
+  int has_c;
+  conv_workload wc;
+  int64_t out_floats;
+  int vec;
   const pipeline_opts *o;
 } join_site;
 
-static int site_joins(const conv_site *site, const task_space *s, const sched_config *c) {
+/* Whether config c of the expand 1×1 makes the join with the depthwise
+ * conv2d after it: its output block, which the depthwise's default reads
+ * as it is where it is one of its blocks (config_default_at) */
+static int joins_consumer(const join_site *j, const task_space *s, const sched_config *c, const conv_layouts *l) {
+  if (c->tmpl != TMPL_1X1) return 0;
+  task_space sc;
+  sched_config dc;
+  space_build(&j->wc, j->vec, &sc);
+  config_default_at(&sc, l->out_blk, 1, &dc);
+  return dc.tmpl == TMPL_DEPTHWISE && cfg_get(&sc, &dc, K_C_BN) == l->out_blk &&
+         join_rule(&s->w, TMPL_1X1, l->out_blk, &j->wc, TMPL_DEPTHWISE, l->out_blk, 1, j->o);
+}
+
+static int64_t site_join_loss(const conv_site *site, const task_space *s, const sched_config *c) {
   const join_site *j = site->join_ctx;
   conv_layouts l;
   config_layouts(s, c, site->in_block, &l);
-  return join_rule(&j->wp, j->p->attrs->config->tmpl, j->p_out, &s->w, c->tmpl, l.in_blk, l.ki, j->o);
+  int64_t loss = 0;
+  if (j->p && !join_rule(&j->wp, j->p->attrs->config->tmpl, j->p_out, &s->w, c->tmpl, l.in_blk, l.ki, j->o)) loss += site->in_floats;
+  if (j->has_c && !joins_consumer(j, s, c, &l)) loss += j->out_floats;
+  return loss;
 }
 
-/* Sets the site's join where n's producer is a conv2d of a template that
- * joins a consumer and is not itself joined to its own producer (a kernel
- * joins two conv2d, the producer side first: fuse_with). */
+/* The joins a config of n decides: with its producer, where that is a
+ * conv2d of a template that joins a consumer and is not itself joined to
+ * its own producer (a kernel joins two conv2d, the producer side first:
+ * fuse_with); with its consumer, where n is a 1×1 that could be the
+ * expand of a strided depthwise after it (conv2d_pwdw.c). */
 static void site_join(alter *a, node *n, node **args, join_site *j, conv_site *site) {
+  *j = (join_site){.vec = a->o->vec, .o = a->o};
+  if (a->o->no_dw_fusion) return;
   const node *old_p = NULL, *old_q = NULL;
   const node *p = producer_conv(a, args[0], n->args[0], &old_p);
-  if (!p || (a->o && a->o->no_dw_fusion) || workload_of(p, &j->wp)) return;
-  int tp = p->attrs->config->tmpl;
-  if (tp != TMPL_1X1 && tp != TMPL_DEPTHWISE) return;
-  j->p = p;
-  j->p_out = layout_block(p->attrs->v[ATTR_OUT_LAYOUT].s, 'c');
-  j->o = a->o;
-  const node *q = producer_conv(a, p->args[0], old_p->args[0], &old_q);
-  conv_workload wq;
-  if (q && !workload_of(q, &wq) &&
-      join_rule(&wq, q->attrs->config->tmpl, layout_block(q->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), &j->wp, tp,
-                layout_block(p->attrs->v[ATTR_DATA_LAYOUT].s, 'c'), layout_block(p->attrs->v[ATTR_KERNEL_LAYOUT].s, 'i'), a->o))
-    return;
-  site->joins = site_joins;
-  site->join_ctx = j;
+  int tp = p && !workload_of(p, &j->wp) ? (int)p->attrs->config->tmpl : -1;
+  if (tp == TMPL_1X1 || tp == TMPL_DEPTHWISE) {
+    const node *q = producer_conv(a, p->args[0], old_p->args[0], &old_q);
+    conv_workload wq;
+    if (!(q && !workload_of(q, &wq) &&
+          join_rule(&wq, q->attrs->config->tmpl, layout_block(q->attrs->v[ATTR_OUT_LAYOUT].s, 'c'), &j->wp, tp,
+                    layout_block(p->attrs->v[ATTR_DATA_LAYOUT].s, 'c'), layout_block(p->attrs->v[ATTR_KERNEL_LAYOUT].s, 'i'), a->o))) {
+      j->p = p;
+      j->p_out = layout_block(p->attrs->v[ATTR_OUT_LAYOUT].s, 'c');
+    }
+  }
+  conv_workload w;
+  const node *u = consumer_conv(a, n);
+  if (u && !workload_of(n, &w) && w.R == 1 && w.S == 1 && w.G == 1 && !workload_of(u, &j->wc) && j->wc.G > 1 && j->wc.G == j->wc.C &&
+      j->wc.G == j->wc.K) {
+    j->has_c = 1;
+    j->out_floats = shape_numel(&n->ty.shape);
+  }
+  if (j->p || j->has_c) {
+    site->join_loss = site_join_loss;
+    site->join_ctx = j;
+  }
 }
 
 /* the config of a conv2d: the chooser's, or the template default */
@@ -291,7 +341,14 @@ temper_status layout_alter(temper_graph *g, const pipeline_opts *o, diag *d) {
   arena scratch = {0};
   int n = 0;
   node **order = o->choose ? ir_topo(&scratch, g->main->body, &n) : NULL;
-  a.uses = order ? ir_use_counts(&scratch, g, order, n) : NULL;   /* none: no join weighed, as before */
+  a.uses = order ? ir_use_counts(&scratch, g, order, n) : NULL;   /* none: no join weighed */
+  a.users = a.uses ? arena_alloc(&scratch, sizeof(node *) * (size_t)(g->n_nodes + 1)) : NULL;
+  if (!a.users) a.uses = NULL;
+  for (int i = 0; a.users && i < n; i++) {
+    node *x = order[i];
+    if (x->kind == N_CALL || x->kind == N_TUPLE || x->kind == N_GETITEM)
+      for (int k = 0; k < x->n_args; k++) a.users[x->args[k]->id] = x;
+  }
   temper_status s = ir_rewrite(g, alter_node, &a, d);
   arena_free(&scratch);
   if (!s && get_blk(&a, g->main->body)) {

@@ -295,15 +295,15 @@ static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets,
    * 1.67 ms in sequence, 0.54 ms alone), which the tuner's runner, feeding
    * one hot input, never sees */
   double t_remote = (double)site->in_floats * 4 * (dc->threads - 1) / dc->threads / 1.5e9;
-  /* a config that does not make the join with the producer the pipeline
-   * would make (site->joins) pays the round trip the joined kernel saves:
-   * the producer's output written and read again, charged as a layout
-   * transform of it (the same bytes). Records time each conv2d alone, so
-   * without this the fastest record could break a join that saves more:
-   * MobileNetV2's tuned build at one thread on Zen 3 gave two 14×14×576
-   * depthwise layers 32-channel blocks after a 24-channel expand (23 µs
-   * alone against 28 for the best with 24) and lost their joins */
-  double t_join = t_transform;
+  /* a config that breaks a join the pipeline would make with its producer
+   * or its consumer (site->join_loss) pays the round trip the joined
+   * kernel saves: the tensor between them written and read again, charged
+   * as a layout transform of it (the same bytes). Records time each conv2d
+   * alone, so without this the fastest record could break a join that
+   * saves more: MobileNetV2's tuned build at one thread on Zen 3 gave two
+   * 14×14×576 depthwise layers 32-channel blocks after a 24-channel expand
+   * (23 µs alone against 28 for the best with 24) and lost their joins */
+  const double join_s_per_float = 8 / transform_bytes_per_s;
   sched_config def;
   config_default(s, &def);
   conv_layouts ldef;
@@ -331,7 +331,7 @@ static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets,
       config_layouts(s, &cfg, site->in_block, &l);
       int free_read = l.in_blk == site->in_block;   /* no transform before it */
       double cost = recs[i].median_s + (free_read ? 0 : t_transform) + (l.out_blk == ldef.out_blk ? 0 : t_out);
-      if (site->joins && !site->joins(site, s, &cfg)) cost += t_join;
+      if (site->join_loss) cost += (double)site->join_loss(site, s, &cfg) * join_s_per_float;
       if (dc->threads > 1 && conv_split_rows(s) && !config_splits_rows(s, &cfg))
         cost += t_remote;   /* splits over channels where the producer split over rows */
       if (!found || cost < best_cost) {

@@ -133,13 +133,12 @@ static void test_choices(void **state) {
 }
 
 
-/* a join with the producer at stake (conv_site.joins): a record that
- * breaks it pays the producer output's round trip; the fastest record wins
- * where none is at stake, or where the gap passes the round trip */
+/* a join at stake (conv_site.join_loss): a record that breaks it pays the
+ * round trip of the tensor it would keep; the fastest record wins where
+ * none is at stake, or where the gap passes the round trip */
 static int64_t joining_index;
-static int joins_one(const conv_site *site, const struct task_space *s, const struct sched_config *c) {
-  (void)site;
-  return space_index(s, c) == joining_index;
+static int64_t loss_one(const conv_site *site, const struct task_space *s, const struct sched_config *c) {
+  return space_index(s, c) == joining_index ? 0 : site->in_floats;
 }
 
 static void test_join_at_stake(void **state) {
@@ -178,8 +177,8 @@ static void test_join_at_stake(void **state) {
   joining_index = space_index(&sp, &b);
   /* the producer's output: 112 896 floats (14×14×576), 15 µs as a round trip */
   conv_site plain = {.in_block = (int)la.in_blk, .in_floats = 14 * 14 * 576}, joined = plain, small = plain;
-  joined.joins = joins_one;
-  small.joins = joins_one;
+  joined.join_loss = loss_one;
+  small.join_loss = loss_one;
   small.in_floats = 14 * 14 * 24;   /* 0.6 µs: the 4 µs gap wins */
   const conv_site *sites[3] = {&plain, &joined, &small};
   const sched_config *want[3] = {&a, &b, &a};
