@@ -489,7 +489,12 @@ static int64_t fewest_covering(const tmpl_space *t, knob_id k, int64_t each, int
  * re-reads that does not stay in half of L2 comes again from L3 at about 16
  * bytes per cycle (measured: ResNet-50's s4_3x3_256_s2 lost 0.4 ms reading
  * its 2.4 MB of weights once per row, 33 MB). */
-typedef struct tile_cost { double fma_vecs; double l2_half; } tile_cost;
+typedef struct tile_cost {
+  double fma_vecs;
+  double l2_half;
+  double l1;
+  double l2_weight_load;   /* a weight vector streamed from L2, in loads (below) */
+} tile_cost;
 /* Latency: each accumulator is a chain of dependent FMAs (4 cycles each),
  * so two FMA units need 8 chains in flight and run short of them, with the
  * loads that feed them, below about 10. Only AVX2's 16 registers leave so
@@ -497,9 +502,21 @@ typedef struct tile_cost { double fma_vecs; double l2_half; } tile_cost;
  * deep 1×1 layers at 44–49 GFLOP/s where two vectors by six ran them at
  * 72–95, on a Zen 3 core of 100 (bench/RESULTS.md, 2026-12-06). */
 enum { FMA_CHAINS = 10 };
-static double tile_cycles(const tile_cost *tc, int64_t nv, int64_t p, double waste, double traffic_bytes) {
+/* Where the weights a register tile reduces over (one output-channel
+ * block's: wblock bytes) do not fit L1, every tile streams them from L2
+ * as whole vectors, while its broadcasts come from L1. On an Intel core
+ * with 2 MB of L2 (Sapphire Rapids class, 238 GFLOP/s) such a weight
+ * vector costs about three broadcasts: two vectors by 14 positions ran
+ * ResNet-50's 1×1 layers of stages 3–5 and its 3×3 stride-2 layers 5–18 %
+ * faster than the four by six (or by 2 × 2) the load count alone picked,
+ * as oneDNN's brgconv blocks them (bench/RESULTS.md, 2026-12-07); stage 2's
+ * 1×1 layers, whose 16 KB blocks stay in L1, did not gain, nor the 7×7
+ * stem (38 KB blocks: 1.04× slower counted as streamed). Elsewhere (Zen
+ * 5's 1 MB L2, Zen 3) not measured: a weight vector counts as one load. */
+static double weight_load(const tile_cost *tc, double wblock) { return wblock > tc->l1 ? tc->l2_weight_load : 1.0; }
+static double tile_cycles(const tile_cost *tc, int64_t nv, int64_t p, double waste, double traffic_bytes, double wl) {
   double acc = (double)(nv * p), short_of_chains = acc < FMA_CHAINS ? FMA_CHAINS / acc : 1.0;
-  return tc->fma_vecs * 0.5 * (1.0 + (double)(nv + p) / (double)(nv * p)) * short_of_chains * waste + traffic_bytes / 16.0;
+  return tc->fma_vecs * 0.5 * (1.0 + ((double)nv * wl + (double)p) / (double)(nv * p)) * short_of_chains * waste + traffic_bytes / 16.0;
 }
 /* blocks narrower than a vector, or ending in part of one, use part of their FMAs */
 static double lane_waste(int64_t ob, int vec) { return (double)(vectors_of(ob, vec) * vec) / (double)ob; }
@@ -529,7 +546,8 @@ static int64_t acc_cap(const task_space *s, int64_t nv) {
 }
 
 static tile_cost cost_of(const task_space *s) {
-  return (tile_cost){workload_flops(&s->w) / 2.0 / (double)s->vec, (double)s->l2 / 2.0};
+  return (tile_cost){workload_flops(&s->w) / 2.0 / (double)s->vec, (double)s->l2 / 2.0, (double)s->l1d,
+                     s->vec >= 16 && s->l2 >= (2 << 20) ? 3.0 : 1.0};
 }
 
 /* NCHWc direct: output channels in up to 4 vectors, rows × columns of the
@@ -555,7 +573,8 @@ static void default_nchwc(const task_space *s, const tmpl_space *t, sched_config
         int64_t ow = kw->vals[j], oh = kh->vals[h];
         if (ow * oh * nv > acc_cap(s, nv)) continue;
         double traffic = rows ? reread(&tc, wbytes, (OH + oh - 1) / oh) : reread(&tc, xbytes, w->K / ob);
-        double cy = tile_cycles(&tc, nv, ow * oh, overhang(OW, ow) * overhang(OH, oh) * lane_waste(ob, s->vec), traffic);
+        double cy = tile_cycles(&tc, nv, ow * oh, overhang(OW, ow) * overhang(OH, oh) * lane_waste(ob, s->vec), traffic,
+                                weight_load(&tc, wbytes / (double)w->K * (double)ob));
         if (cy < best * (1 - 1e-9)) best = cy, b_ob = ob, b_ow = ow, b_oh = oh;
       }
   }
@@ -623,7 +642,12 @@ static void default_1x1(const task_space *s, const tmpl_space *t, sched_config *
          * until measured there. */
         double gather = s->vec < 16 ? 4 : 1;
         double traffic = loop ? reread(&tc, wbytes, (M + m - 1) / m) : gather * reread(&tc, xbytes, w->K / ob);
-        double cy = tile_cycles(&tc, nv, m, overhang(M, m) * lane_waste(ob, s->vec), traffic);
+        /* narrower outputs (under 256 channels) keep their blocks: they
+         * feed residual adds and depthwise layers fitted with them
+         * (MobileNetV2's 64- and 96-channel projections in blocks of 32
+         * took 3 layout transforms more, 1.004× as a whole) */
+        double wl = weight_load(&tc, w->K < 256 ? 0 : 4.0 * (double)w->C * (double)ob);
+        double cy = tile_cycles(&tc, nv, m, overhang(M, m) * lane_waste(ob, s->vec), traffic, wl);
         if (cy < best * (1 - 1e-9)) best = cy, b_ob = ob, b_m = m, b_loop = loop;
       }
   }

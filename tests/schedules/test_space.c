@@ -64,18 +64,30 @@ static int64_t accumulators(const task_space *sp, const sched_config *c) {
 
 static void test_defaults_fit_the_machine(void **state) {
   (void)state;
-  /* ResNet-50's 1×1 14×14 1024→256 with AVX-512 and 48 KiB / 2 MiB: four
-   * vectors of output channels by 6 positions (24 accumulators: 28 spill
-   * with the 4 weight vectors and the broadcast), the ic loop not unrolled */
+  /* ResNet-50's 1×1 14×14 1024→256 with AVX-512 and 48 KiB / 1 MiB (Zen
+   * 5): four vectors of output channels by 6 positions (24 accumulators:
+   * 28 spill with the 4 weight vectors and the broadcast), the ic loop not
+   * unrolled. With 2 MiB of L2 (Intel's server cores) the weight vectors,
+   * streamed from L2 (256 KB a block), count thrice: two vectors by 14 */
   conv_workload w = {1, 1024, 14, 14, 256, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
   task_space sp;
   sched_config c;
-  build_for(&w, 16, 48 << 10, 2 << 20, &sp);
+  build_for(&w, 16, 48 << 10, 1 << 20, &sp);
   config_default(&sp, &c);
   assert_int_equal(c.tmpl, TMPL_1X1);
   assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 64);
   assert_int_equal(cfg_get(&sp, &c, K_M_BN), 6);
   assert_int_equal(cfg_get(&sp, &c, K_UNROLL_IC), 0);
+  build_for(&w, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 32);
+  assert_int_equal(cfg_get(&sp, &c, K_M_BN), 14);
+  /* ... but not where one block's weights stay in L1: 64→256 at 56×56 (16 KB) */
+  conv_workload stage2 = {1, 64, 56, 56, 256, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  build_for(&stage2, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 64);
+  assert_int_equal(cfg_get(&sp, &c, K_M_BN), 6);
   /* MobileNetV2's projection 144→24 at 56×56: 24 channels in 16 + 8 lanes
    * (3/4 of two FMAs) rather than blocks of 8 (half of one) */
   conv_workload proj = {1, 144, 56, 56, 24, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
@@ -107,10 +119,14 @@ static void test_defaults_fit_the_machine(void **state) {
       assert_int_equal(cfg_get(&sp, &c, K_LOOP), 1);
     }
   }
-  build_for(&deep, 16, 48 << 10, 2 << 20, &sp);
+  build_for(&deep, 16, 48 << 10, 1 << 20, &sp);
   config_default(&sp, &c);
   assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 64);
   assert_int_equal(cfg_get(&sp, &c, K_M_BN), 5);
+  build_for(&deep, 16, 48 << 10, 2 << 20, &sp);   /* weight vectors from L2: two vectors by 10 */
+  config_default(&sp, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_BN), 32);
+  assert_int_equal(cfg_get(&sp, &c, K_M_BN), 10);
   /* a 3×3 stride-2 layer with 2.25 MiB of weights and a 784 KiB input:
    * in a 1 MiB L2 neither stays, and it splits over rows, its row tiles
    * grown (fewer passes over the weights); in a 2 MiB L2 the input stays
