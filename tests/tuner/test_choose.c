@@ -39,16 +39,35 @@ static int choose(db_chooser *dc, sched_config *out) {
   return db_chooser_choose(dc, key, &sp, &site, out, err, sizeof err);
 }
 
+/* a fresh database path, the host target, and the space and key of the
+ * test's 3×3 workload (16 → 32 channels at 8×8) */
+static const conv_workload test_w = {1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+static void set_up(const char *name, cg_target *host) {
+  snprintf(path, sizeof path, "/tmp/temper_%s_%d.db", name, (int)getpid());
+  unlink(path);
+  diag d = {0};
+  cg_host_target(host, &d);
+  space_build(&test_w, host->vec, &sp);
+  workload_key(&test_w, key, sizeof key);
+}
+
+/* the database at path with the host's target and the workload: *tid */
+static temper_db *open_with_workload(int64_t *tid) {
+  temper_db *db = NULL;
+  char err[4096];
+  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
+  db_target ht;
+  target_host(&ht);
+  int64_t wid;
+  assert_int_equal(db_target_id(db, &ht, tid), TEMPER_OK);
+  assert_int_equal(db_workload_id(db, key, "conv2d", "{}", workload_flops(&test_w), &wid), TEMPER_OK);
+  return db;
+}
+
 static void test_choices(void **state) {
   (void)state;
-  snprintf(path, sizeof path, "/tmp/temper_choose_%d.db", (int)getpid());
-  unlink(path);
   cg_target host;
-  diag d = {0};
-  cg_host_target(&host, &d);
-  conv_workload w = {1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  space_build(&w, host.vec, &sp);
-  workload_key(&w, key, sizeof key);
+  set_up("choose", &host);
   sched_config c[3], got;
   valid_configs(c, 3);
   char err[4096];
@@ -63,13 +82,8 @@ static void test_choices(void **state) {
   db_chooser_close(dc);
   /* records: c[1] fastest at one thread; c[0] faster still but of an old
    * template version; c[2] only at two threads */
-  temper_db *db = NULL;
-  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
-  db_target ht;
-  target_host(&ht);
-  int64_t tid, wid;
-  assert_int_equal(db_target_id(db, &ht, &tid), TEMPER_OK);
-  assert_int_equal(db_workload_id(db, key, "conv2d", "{}", workload_flops(&w), &wid), TEMPER_OK);
+  int64_t tid;
+  temper_db *db = open_with_workload(&tid);
   int v = tmpl_versions[TMPL_NCHWC];
   add(db, tid, &c[0], v - 1, 1, 1e-6);
   add(db, tid, &c[1], v, 1, 2e-6);
@@ -143,14 +157,8 @@ static int64_t loss_one(const conv_site *site, const struct task_space *s, const
 
 static void test_join_at_stake(void **state) {
   (void)state;
-  snprintf(path, sizeof path, "/tmp/temper_choose_join_%d.db", (int)getpid());
-  unlink(path);
   cg_target host;
-  diag d = {0};
-  cg_host_target(&host, &d);
-  conv_workload w = {1, 16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  space_build(&w, host.vec, &sp);
-  workload_key(&w, key, sizeof key);
+  set_up("choose_join", &host);
   /* two configs that read and write the same blocks: only the join tells them apart */
   sched_config c[64], a = {0}, b = {0};
   valid_configs(c, 64);
@@ -164,13 +172,8 @@ static void test_join_at_stake(void **state) {
     }
   assert_true(found);
   char err[4096];
-  temper_db *db = NULL;
-  assert_int_equal(temper_db_open(path, tune_db_versions(), &db, err, sizeof err), TEMPER_OK);
-  db_target ht;
-  target_host(&ht);
-  int64_t tid, wid;
-  assert_int_equal(db_target_id(db, &ht, &tid), TEMPER_OK);
-  assert_int_equal(db_workload_id(db, key, "conv2d", "{}", workload_flops(&w), &wid), TEMPER_OK);
+  int64_t tid;
+  temper_db *db = open_with_workload(&tid);
   add(db, tid, &a, tmpl_versions[TMPL_NCHWC], 1, 20e-6);
   add(db, tid, &b, tmpl_versions[TMPL_NCHWC], 1, 24e-6);   /* b makes the join */
   temper_db_close(db);
