@@ -41,6 +41,10 @@ int cli_print_choices(const db_chooser *dc) {
   if (s.stale_choices)
     printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", s.stale_choices,
            s.stale_choices > 1 ? "s" : "");
+  if (s.default_unmeasured)
+    printf("%d workload%s no record of today's default config, which an untuned build runs and this one does not (the "
+           "database was tuned with other defaults, an older temper's): `temper tune` measures it and `temper refine` "
+           "weighs it in the whole model\n", s.default_unmeasured, s.default_unmeasured > 1 ? "s have" : " has");
   if (s.n_pretuned)
     printf("pre-tuned: %d of %d workloads from shipped logs (--no-pretuned: the default configs instead)\n", s.n_pretuned, s.n_workloads);
   if (s.n_fell && !s.n_predicted)

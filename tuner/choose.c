@@ -26,6 +26,7 @@ typedef struct choice {
   char config[512];
   int stale;               /* records of older template versions, ignored */
   int unusable;            /* records whose config today's space does not hold */
+  int default_unmeasured;  /* records, but none of today's default config (tuned with other defaults) */
   double fastest_s;        /* the fastest record, when layout picked another */
   int level;               /* how the records' target matched */
   int pretuned;            /* 1 + the shipped log the record came from; 0: the user's database */
@@ -346,6 +347,19 @@ static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets,
     }
     if (own && found && dc->want_alt && lv == LEVEL_EXACT) collect_alternatives(dc, c, s, site, out, recs, nr);
     if (own && found && lv == LEVEL_EXACT && use == dc->threads) apply_choice(dc, c, key, s, site, out, recs, nr);
+    /* The tuner measures the default config first, so records without
+     * one of today's default were made with other defaults (an older
+     * temper's), and so may refine's choices be: where the build then
+     * runs another config than an untuned build would, the report says
+     * so; the choice stands. (A depthwise default takes its producer's
+     * block, which the tuner never measures: not counted.) */
+    if (own && found && lv == LEVEL_EXACT && use == dc->threads && def.tmpl != TMPL_DEPTHWISE && space_index(s, out) != space_index(s, &def)) {
+      char dj[512];
+      config_json(s, &def, dj, sizeof dj);
+      int have_def = 0;
+      for (int i = 0; i < nr && !have_def; i++) have_def = !strcmp(recs[i].config, dj);
+      c->default_unmeasured = !have_def;
+    }
     free(recs);
   }
   if (found) {
@@ -452,7 +466,8 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
                          .fastest_s = c->fastest_s, .in_context = c->in_context, .gain_s = c->gain_s,
                          .refined_at = c->refined_at, .replaced = c->replaced, .n_alt = c->n_alt,
                          .pretuned = c->pretuned ? dc->pre[c->pretuned - 1].path : NULL, .predicted = c->predicted,
-                         .predicted_config = c->predicted ? c->config : NULL, .default_alt = c->def_alt - 1};
+                         .predicted_config = c->predicted ? c->config : NULL, .default_alt = c->def_alt - 1,
+                         .default_unmeasured = c->default_unmeasured};
   for (int k = 0; k < c->n_alt; k++)
     out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k], out->alt_tmpl[k] = c->alt_tmpl[k], out->alt_version[k] = c->alt_version[k];
 }
@@ -464,6 +479,7 @@ void db_chooser_summary(const db_chooser *dc, chooser_summary *out) {
     const choice *c = &dc->c[i];
     total += c->flops * c->count;
     out->n_stale += c->stale;
+    out->default_unmeasured += c->default_unmeasured;
     if (c->found) {
       out->n_found++;
       out->n_pretuned += c->pretuned > 0;

@@ -66,6 +66,7 @@ typedef struct chooser_entry {
   const char *predicted_config;
   int stale;                /* records of older template versions, ignored */
   int unusable;             /* records whose config today's space does not hold */
+  int default_unmeasured;   /* records, but none of today's default config: tuned with other defaults */
   double fastest_s;         /* the fastest record, when the choice is another */
   int in_context;           /* refine's choice replaced the records' pick ... */
   double gain_s;            /* ... saving this much in the whole model */
@@ -88,6 +89,7 @@ typedef struct chooser_summary {
   int n_predicted;          /* of n_fell, the cost model's pick instead of the default */
   int n_stale;              /* stale records ignored */
   int stale_choices;        /* refine's choices ignored: the records changed since */
+  int default_unmeasured;   /* workloads whose records have none of today's default config */
   double fell_flops_share;  /* of the model's conv2d FLOPs on default configs */
   double est_s;             /* the records' estimate of the conv2d time */
   int est_complete;         /* every workload has a record */

@@ -104,6 +104,9 @@ static void test_choices(void **state) {
   assert_int_equal(s.n_found, 1);
   assert_int_equal(s.n_stale, 1);
   assert_true(fabs(s.est_s - 4e-6) < 1e-12);
+  /* records, none of today's default config: tuned with other defaults, said so */
+  assert_int_equal(e.default_unmeasured, 1);
+  assert_int_equal(s.default_unmeasured, 1);
   db_chooser_close(dc);
   /* at three threads, the nearest measured thread count (two) */
   assert_int_equal(db_chooser_open(path, &host, 3, 0, &dc, err, sizeof err), TEMPER_OK);
@@ -138,6 +141,7 @@ static void test_choices(void **state) {
   assert_int_equal(choose(dc, &got), 1);
   db_chooser_get(dc, 0, &e);
   assert_int_equal(e.n_alt, 0);
+  assert_int_equal(e.default_unmeasured, 0);   /* the default's record is there now */
   db_chooser_close(dc);
   /* a database that is not there: an error naming it */
   assert_int_equal(db_chooser_open("/nonexistent/t.db", &host, 1, 0, &dc, err, sizeof err), TEMPER_EINVAL);
