@@ -124,10 +124,10 @@ static int join_rule(const conv_workload *wa, int ta, int64_t a_out, const conv_
                      const pipeline_opts *o);
 
 /* The conv2d x comes from through its own elementwise ops (unary, or
- * with a constant or a parameter: a bias), each value on the way used once — the pair
- * fuse_with offers to a join. x is the rewritten value, old the same
- * value before the rewrite (whose use counts a->uses has); *old_conv the
- * producer before it. */
+ * with a constant or a parameter: a bias), each value on the way used
+ * once — the pair fuse_with offers to a join. x is the rewritten value,
+ * old the same value before the rewrite (whose use counts a->uses has);
+ * *old_conv the producer before it. */
 static const node *producer_conv(const alter *a, const node *x, const node *old, const node **old_conv) {
   for (;;) {
     if (!a->uses || x->kind != N_CALL || old->kind != N_CALL || a->uses[old->id] != 1 || x->n_args < 1 ||
