@@ -123,6 +123,13 @@ static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, con
 static int join_rule(const conv_workload *wa, int ta, int64_t a_out, const conv_workload *wb, int tb, int64_t b_in, int64_t b_ki,
                      const pipeline_opts *o);
 
+/* an elementwise op fuse would put in a conv2d's epilogue, reading the
+ * conv2d's chain as its first argument: unary, or with a constant or a
+ * parameter (a bias) */
+static int epilogue_op(const node *x) {
+  return is_unary(x->op) || ((is_binary(x->op) || x->op == OP_BIAS_ADD) && x->n_args == 2 && x->args[1]->kind != N_CALL);
+}
+
 /* The conv2d x comes from through its own elementwise ops (unary, or
  * with a constant or a parameter: a bias), each value on the way used
  * once — the pair fuse_with offers to a join. x is the rewritten value,
@@ -138,8 +145,7 @@ static const node *producer_conv(const alter *a, const node *x, const node *old,
       return x->attrs->config ? x : NULL;
     }
     /* the rewrite keeps each op's first argument first (a bias_add may become an add) */
-    if (!is_unary(old->op) && !((is_binary(old->op) || old->op == OP_BIAS_ADD) && old->n_args == 2 && old->args[1]->kind != N_CALL))
-      return NULL;
+    if (!epilogue_op(old)) return NULL;
     x = x->args[0];
     old = old->args[0];
   }
@@ -154,8 +160,7 @@ static const node *consumer_conv(const alter *a, const node *n) {
     const node *u = a->users[x->id];
     if (u->kind != N_CALL || u->n_args < 1 || u->args[0] != x) return NULL;
     if (u->op == OP_CONV2D) return u;
-    if (!is_unary(u->op) && !((is_binary(u->op) || u->op == OP_BIAS_ADD) && u->n_args == 2 && u->args[1]->kind != N_CALL))
-      return NULL;
+    if (!epilogue_op(u)) return NULL;
     x = u;
   }
 }
@@ -167,9 +172,8 @@ typedef struct join_site {
   conv_workload wp;
   int64_t p_out;
   int has_c;
-  conv_workload wc;
+  task_space sc;             /* the consumer's space (its workload: sc.w) */
   int64_t out_floats;
-  int vec;
   const pipeline_opts *o;
 } join_site;
 
@@ -178,12 +182,10 @@ typedef struct join_site {
  * as it is where it is one of its blocks (config_default_at) */
 static int joins_consumer(const join_site *j, const task_space *s, const sched_config *c, const conv_layouts *l) {
   if (c->tmpl != TMPL_1X1) return 0;
-  task_space sc;
   sched_config dc;
-  space_build(&j->wc, j->vec, &sc);
-  config_default_at(&sc, l->out_blk, 1, &dc);
-  return dc.tmpl == TMPL_DEPTHWISE && cfg_get(&sc, &dc, K_C_BN) == l->out_blk &&
-         join_rule(&s->w, TMPL_1X1, l->out_blk, &j->wc, TMPL_DEPTHWISE, l->out_blk, 1, j->o);
+  config_default_at(&j->sc, l->out_blk, 1, &dc);
+  return dc.tmpl == TMPL_DEPTHWISE && cfg_get(&j->sc, &dc, K_C_BN) == l->out_blk &&
+         join_rule(&s->w, TMPL_1X1, l->out_blk, &j->sc.w, TMPL_DEPTHWISE, l->out_blk, 1, j->o);
 }
 
 static int64_t site_join_loss(const conv_site *site, const task_space *s, const sched_config *c) {
@@ -202,7 +204,9 @@ static int64_t site_join_loss(const conv_site *site, const task_space *s, const 
  * fuse_with); with its consumer, where n is a 1×1 that could be the
  * expand of a strided depthwise after it (conv2d_pwdw.c). */
 static void site_join(alter *a, node *n, node **args, join_site *j, conv_site *site) {
-  *j = (join_site){.vec = a->o->vec, .o = a->o};
+  j->p = NULL;
+  j->has_c = 0;
+  j->o = a->o;
   if (a->o->no_dw_fusion) return;
   const node *old_p = NULL, *old_q = NULL;
   const node *p = producer_conv(a, args[0], n->args[0], &old_p);
@@ -217,11 +221,11 @@ static void site_join(alter *a, node *n, node **args, join_site *j, conv_site *s
       j->p_out = layout_block(p->attrs->v[ATTR_OUT_LAYOUT].s, 'c');
     }
   }
-  conv_workload w;
+  conv_workload w, wc;
   const node *u = consumer_conv(a, n);
-  if (u && !workload_of(n, &w) && w.R == 1 && w.S == 1 && w.G == 1 && !workload_of(u, &j->wc) && j->wc.G > 1 && j->wc.G == j->wc.C &&
-      j->wc.G == j->wc.K) {
+  if (u && !workload_of(n, &w) && w.R == 1 && w.S == 1 && w.G == 1 && !workload_of(u, &wc) && wc.G > 1 && wc.G == wc.C && wc.G == wc.K) {
     j->has_c = 1;
+    space_build(&wc, a->o->vec, &j->sc);   /* once: each record the chooser weighs asks for the depthwise's default */
     j->out_floats = shape_numel(&n->ty.shape);
   }
   if (j->p || j->has_c) {

@@ -353,11 +353,10 @@ static int pick_at_level(db_chooser *dc, temper_db *db, int64_t *const *targets,
      * runs another config than an untuned build would, the report says
      * so; the choice stands. (A depthwise default takes its producer's
      * block, which the tuner never measures: not counted.) */
-    if (own && found && lv == LEVEL_EXACT && use == dc->threads && def.tmpl != TMPL_DEPTHWISE && space_index(s, out) != space_index(s, &def)) {
-      char dj[512];
-      config_json(s, &def, dj, sizeof dj);
+    int64_t def_idx = space_index(s, &def);
+    if (own && found && lv == LEVEL_EXACT && use == dc->threads && def.tmpl != TMPL_DEPTHWISE && space_index(s, out) != def_idx) {
       int have_def = 0;
-      for (int i = 0; i < nr && !have_def; i++) have_def = !strcmp(recs[i].config, dj);
+      for (int i = 0; i < nr && !have_def; i++) have_def = recs[i].config_index == def_idx;
       c->default_unmeasured = !have_def;
     }
     free(recs);
