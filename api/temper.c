@@ -167,7 +167,7 @@ temper_status temper_build(const char *model_path, const temper_data *data, cons
     diag_fail(&d, s, "%s", msg);
   if (!s) s = load(model_path, data, &p, &d);
   if (!s) s = db_chooser_set_model(dc, p.g, &d);
-  pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc};
+  pipeline_opts po = {.vec = t.vec, .l1d = t.l1d, .l2 = t.l2, .choose = db_chooser_choose, .ctx = dc};
   if (!s) s = program_optimize(&p, &po, &d);
   if (!s) {
     chooser_summary sum;

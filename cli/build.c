@@ -12,7 +12,7 @@
 
 static int usage(void) {
   fprintf(stderr, "usage: temper build MODEL [--db DB] -o OUT.so [--params DIR] [--threads N] [--strict]\n"
-                  "                    [--target host|CPU|CPU:FEATURES] [--match exact|any]\n"
+                  "                    [--target host|CPU|CPU:FEATURES] [--caches L1D,L2] [--match exact|any]\n"
                   "                    [--emit obj|asm|llvm|loops] [--embed-limit MB] [--seed S] [--input NAME=FILE.npy]...\n"
                   "                    [--check] [--no-pretuned | --pretuned PATH] [--predict] [--no-fuse-depthwise]\n"
                   "                    [--no-fuse-expand]\n");
@@ -49,7 +49,7 @@ out:
 }
 
 typedef struct build_args {
-  const char *model, *db, *target, *pretuned;
+  const char *model, *db, *target, *pretuned, *caches;
   int threads, strict, exact, check, predict, no_dw_fusion, no_pw_fusion;
   program_opts data;
   aot_opts ao;
@@ -73,6 +73,7 @@ static int parse_args(int argc, char **argv, build_args *b) {
     else if (!strcmp(a, "--no-fuse-expand")) b->no_pw_fusion = 1;
     else if (!strcmp(a, "--pretuned") && v) b->pretuned = v, i++;
     else if (!strcmp(a, "--target") && v) b->target = v, i++;
+    else if (!strcmp(a, "--caches") && v) b->caches = v, i++;
     else if (!strcmp(a, "--match") && v && (!strcmp(v, "exact") || !strcmp(v, "any"))) b->exact = !strcmp(v, "exact"), i++;
     else if (!strcmp(a, "--emit") && v) b->ao.emit = v, i++;
     else if (!strcmp(a, "--embed-limit") && v) b->ao.embed_limit_mb = atof(v), i++;
@@ -89,16 +90,47 @@ static int parse_args(int argc, char **argv, build_args *b) {
   return 0;
 }
 
-/* the machine the library is for: this one, or --target's */
-static int build_target(const char *spec, cg_target *t) {
+/* a cache size: bytes, or with K or M ("48K", "2M"); -1 if not one */
+static int64_t cache_size(const char *s, char **end) {
+  int64_t v = strtoll(s, end, 10);
+  if (*end == s || v <= 0) return -1;
+  if (**end == 'K' || **end == 'k') v <<= 10, (*end)++;
+  else if (**end == 'M' || **end == 'm') v <<= 20, (*end)++;
+  return v;
+}
+
+/* the machine the library is for: this one, or --target's; --caches L1D,L2
+ * sets the per-core caches its default configs fit (else the CPU's, where
+ * target_cpu_caches knows it, else this machine's) */
+static int build_target(const char *spec, const char *caches, cg_target *t) {
   diag d = {0};
   cg_host_target(t, &d);
-  if (!strcmp(spec, "host")) return 0;
-  if (target_from_spec(spec, t)) {
-    fprintf(stderr, "temper build: unknown target '%s': give its features, e.g. --target %s:+avx,+avx2,+fma\n", spec, spec);
-    return 1;
+  int64_t l1d, l2;
+  const char *whose = "this machine's";
+  if (strcmp(spec, "host")) {
+    if (target_from_spec(spec, t)) {
+      fprintf(stderr, "temper build: unknown target '%s': give its features, e.g. --target %s:+avx,+avx2,+fma\n", spec, spec);
+      return 1;
+    }
+    char cpu[64];
+    snprintf(cpu, sizeof cpu, "%.*s", (int)strcspn(spec, ":"), spec);
+    if (target_cpu_caches(cpu, &l1d, &l2)) whose = "its CPU's";
   }
-  printf("target: %s (%s), %d-float vectors\n", t->cpu, t->features, t->vec);
+  if (caches) {
+    char *end;
+    l1d = cache_size(caches, &end);
+    l2 = *end == ',' ? cache_size(end + 1, &end) : -1;
+    if (l1d < 8 << 10 || l1d > 1 << 20 || l2 < 128 << 10 || l2 > 1LL << 30 || *end) {
+      fprintf(stderr, "temper build: --caches '%s': expected the L1 data cache and the L2 per core, 8K..1M and 128K..1024M "
+                      "(e.g. --caches 48K,2M)\n", caches);
+      return 2;
+    }
+    t->l1d = l1d, t->l2 = l2;
+    whose = "--caches";
+  }
+  if (strcmp(spec, "host") || caches)
+    printf("target: %s (%s), %d-float vectors, %lld KB L1d and %lld KB L2 per core (%s)\n", t->cpu, t->features, t->vec,
+           (long long)(t->l1d >> 10), (long long)(t->l2 >> 10), whose);
   return 0;
 }
 
@@ -115,7 +147,7 @@ int cmd_build(int argc, char **argv) {
   int rc = parse_args(argc, argv, &b);
   if (rc) return rc;
   cg_target t;
-  if (build_target(b.target, &t)) return 1;
+  if ((rc = build_target(b.target, b.caches, &t))) return rc;
   program p = {0};
   db_chooser *dc = NULL;
   diag d = {0};
@@ -126,8 +158,8 @@ int cmd_build(int argc, char **argv) {
     goto out;
   }
   db_chooser_predict_defaults(dc, b.predict);
-  pipeline_opts po = {.vec = t.vec, .choose = db_chooser_choose, .ctx = dc, .no_dw_fusion = b.no_dw_fusion,
-                       .no_pw_fusion = b.no_pw_fusion};
+  pipeline_opts po = {.vec = t.vec, .l1d = t.l1d, .l2 = t.l2, .choose = db_chooser_choose, .ctx = dc,
+                       .no_dw_fusion = b.no_dw_fusion, .no_pw_fusion = b.no_pw_fusion};
   if (cli_load(b.model, &b.data, &p)) goto out;
   d = (diag){.path = p.g->path, .text = p.g->text};
   if (db_chooser_set_model(dc, p.g, &d)) { fprintf(stderr, "%s\n", d.msg); goto out; }

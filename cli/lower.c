@@ -87,7 +87,7 @@ static int print_kernels(const temper_graph *g, const cg_target *t, int show, ch
     char name[32];
     snprintf(name, sizeof name, "kernel_%d", i);
     lfunc *f = NULL;
-    if (engine_lower_one(c->callee, t->vec, name, &f, &d)) { fprintf(stderr, "temper: %s\n", d.msg); rc = 1; break; }
+    if (engine_lower_one(c->callee, t, name, &f, &d)) { fprintf(stderr, "temper: %s\n", d.msg); rc = 1; break; }
     char *text = NULL;
     if (show == SHOW_LOOPS) text = lf_print(f);
     else if (cg_print_llvm(t, f, show == SHOW_ASM, &text, &d)) { fprintf(stderr, "temper: %s\n", d.msg); rc = 1; }

@@ -11,10 +11,15 @@ typedef struct cg_target {
   char cpu[64];
   char features[2048];
   int vec;               /* float lanes of the widest vector: 16 (AVX-512), 8 (AVX2), 4 */
+  int64_t l1d, l2;       /* bytes of L1 data cache and of L2 per core, as the default configs and the
+                          * templates' split over threads are fitted to them; 0: this machine's */
 } cg_target;
 
 /* The machine we run on, as LLVM sees it. */
 temper_status cg_host_target(cg_target *t, diag *d);
+/* this machine's L1d and L2 per core in bytes (sysconf, else sysfs, else
+ * 32 KB and 1 MB: some guests report neither); read once */
+void cg_host_caches(int64_t *l1d, int64_t *l2);
 /* float lanes of the widest vector an LLVM feature string enables */
 int cg_vec_of_features(const char *features);
 /* the major version of the LLVM temper compiles with ("19"), as records

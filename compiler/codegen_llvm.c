@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,8 +44,42 @@ temper_status cg_host_target(cg_target *t, diag *d) {
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(feat);
   t->vec = cg_vec_of_features(t->features);
+  cg_host_caches(&t->l1d, &t->l2);
   (void)d;
   return TEMPER_OK;
+}
+
+/* a size in bytes from sysfs ("48K"), 0 if absent */
+static int64_t sysfs_cache(int index) {
+  char path[96], buf[32];
+  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  int64_t v = 0;
+  if (fgets(buf, sizeof buf, f)) {
+    char *end;
+    v = strtoll(buf, &end, 10);
+    if (*end == 'K') v <<= 10;
+    else if (*end == 'M') v <<= 20;
+  }
+  fclose(f);
+  return v > 0 ? v : 0;
+}
+
+static int64_t host_l1d, host_l2;
+static pthread_once_t caches_once = PTHREAD_ONCE_INIT;
+static void read_caches(void) {
+  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  host_l1d = l1 > 0 ? l1 : sysfs_cache(0);   /* index0: the L1 data cache on x86 Linux */
+  host_l2 = l2 > 0 ? l2 : sysfs_cache(2);
+  if (host_l1d < 8 << 10) host_l1d = 32 << 10;
+  if (host_l2 < 128 << 10) host_l2 = 1 << 20;
+}
+
+void cg_host_caches(int64_t *l1d, int64_t *l2) {
+  pthread_once(&caches_once, read_caches);
+  *l1d = host_l1d;
+  *l2 = host_l2;
 }
 
 /* +x as a whole entry of a feature list ("+avx" is not "+avx2") */

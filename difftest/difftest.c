@@ -189,7 +189,7 @@ temper_status dt_check(temper_engine *e, const char *text, const char *configs, 
    * the build joins only large ones, so the small networks here exercise
    * it; and in every other network every 1×1 → depthwise pair first (the
    * build joins only large ones before a strided depthwise) */
-  pipeline_opts o = {.vec = e->target.vec, .choose = choose, .ctx = &c, .dw_fusion_all = 1, .pw_fusion_all = (int)(seed & 1)};
+  pipeline_opts o = {.vec = e->target.vec, .l1d = e->target.l1d, .l2 = e->target.l2, .choose = choose, .ctx = &c, .dw_fusion_all = 1, .pw_fusion_all = (int)(seed & 1)};
   if (!s) s = pipeline_optimize_with(g, &o, d);
   if (!s) {
     r->tolerance = engine_tolerance(g);

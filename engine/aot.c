@@ -144,7 +144,7 @@ static temper_status make_plan(const cg_target *t, temper_graph *g, plan *p, dia
         k = p->n_kernels;
         char name[96];
         engine_kernel_name(v->callee, data_hash_name(text), name, sizeof name);
-        st = engine_lower_one(v->callee, t->vec, name, &p->kernels[k], d);
+        st = engine_lower_one(v->callee, t, name, &p->kernels[k], d);
         if (st) { free(text); break; }
         p->keys[p->n_kernels++] = text;
       }

@@ -103,15 +103,15 @@ void engine_kernel_name(const node *fn, uint64_t h, char *out, size_t n) {
   arena_free(&s);
 }
 
-temper_status engine_lower_one(const node *fn, int vec, const char *name, lfunc **out, diag *d) {
+temper_status engine_lower_one(const node *fn, const cg_target *t, const char *name, lfunc **out, diag *d) {
   prim p;
   temper_status s = sched_prepare(fn, &p, d);
   if (s) return s;
   sched_config parsed;
   const sched_config *cfg;
-  s = sched_config_of(p.master, vec, &parsed, &cfg, d);
+  s = sched_config_of(p.master, t->vec, &parsed, &cfg, d);
   if (s) return s;
-  return sched_lower(fn, vec, cfg, name, out, d);
+  return sched_lower(fn, t, cfg, name, out, d);
 }
 
 /* collects the primitive functions called (transitively) by fn, in order */
@@ -160,7 +160,8 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
     size_t kl = strlen(text) + 256;
     char *key = malloc(kl);
     if (!key) { free(text); s = diag_fail(d, TEMPER_ENOMEM, "out of memory"); break; }
-    snprintf(key, kl, "%s|%s|%s|vec=%d", text, e->target.triple, e->target.cpu, e->target.vec);   /* the text holds the schedule */
+    snprintf(key, kl, "%s|%s|%s|vec=%d|l1d=%lld|l2=%lld", text, e->target.triple, e->target.cpu, e->target.vec,
+             (long long)e->target.l1d, (long long)e->target.l2);   /* the text holds the schedule */
     free(text);
     kernel *k = cache_find(e, key);
     for (int j = 0; !k && j < n_todo; j++)
@@ -183,7 +184,7 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
       k->flops = engine_flops(p.master) + (p.pre ? engine_flops(p.pre) : 0);
       if (p.master && op_is_conv(p.master->op) && !workload_of(p.master, &w)) workload_key(&w, k->workload, sizeof k->workload);
     }
-    s = d->status ? d->status : engine_lower_one(prims[i], e->target.vec, k->name, &todo[n_todo], d);
+    s = d->status ? d->status : engine_lower_one(prims[i], &e->target, k->name, &todo[n_todo], d);
     if (s) { free(k->key); free(k); break; }
     k->loops = lf_print(todo[n_todo]);
     fresh[n_todo++] = k;

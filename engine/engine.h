@@ -37,7 +37,7 @@ temper_status engine_lower(temper_engine *e, const node *fn, kernel ***out, int 
 /* engine_lower_one: one primitive function → its loop IR (no codegen): a
  * conv2d by its config — the one the layout pass attached, or, in a fused
  * program written by hand, its schedule attribute parsed here */
-temper_status engine_lower_one(const node *fn, int vec, const char *name, lfunc **out, diag *d);
+temper_status engine_lower_one(const node *fn, const cg_target *t, const char *name, lfunc **out, diag *d);
 double engine_flops(const node *master);
 /* engine_tolerance: needs a fused graph; the normwise relative error its
  * kernels may show against the reference interpreter: 1e-4, or more where
@@ -127,6 +127,7 @@ typedef int (*sched_chooser)(void *ctx, const char *workload_key, const struct t
                              struct sched_config *out, char *err, size_t n);
 typedef struct pipeline_opts {
   int vec;                  /* target vector width in floats */
+  int64_t l1d, l2;          /* the target core's caches, which the default configs fit (cg_target's; 0: this machine's) */
   sched_chooser choose;     /* NULL: defaults everywhere */
   void *ctx;
   int block_inputs;         /* test hook: convs read blocked input even from an NCHW producer */

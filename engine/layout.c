@@ -225,7 +225,7 @@ static void site_join(alter *a, node *n, node **args, join_site *j, conv_site *s
   const node *u = consumer_conv(a, n);
   if (u && !workload_of(n, &w) && w.R == 1 && w.S == 1 && w.G == 1 && !workload_of(u, &wc) && wc.G > 1 && wc.G == wc.C && wc.G == wc.K) {
     j->has_c = 1;
-    space_build(&wc, a->o->vec, &j->sc);   /* once: each record the chooser weighs asks for the depthwise's default */
+    space_build_for(&wc, a->o->vec, a->o->l1d, a->o->l2, &j->sc);   /* once: each record the chooser weighs asks for the depthwise's default */
     j->out_floats = shape_numel(&n->ty.shape);
   }
   if (j->p || j->has_c) {
@@ -259,7 +259,7 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   conv_workload w;
   workload_of(n, &w);
   task_space sp;
-  space_build(&w, a->o->vec, &sp);
+  space_build_for(&w, a->o->vec, a->o->l1d, a->o->l2, &sp);
   sched_config *cfg = arena_alloc(&g->a, sizeof *cfg);   /* the node keeps it (attrs->config) */
   if (!cfg) return NULL;
   if (choose_config(a, n, args, &sp, cfg)) return NULL;

@@ -11,7 +11,7 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   const node *m = p->master;
   const attrs_t *a = m->attrs;
   if (workload_of(m, &c->w)) return diag_fail(d, TEMPER_EINTERNAL, "conv2d: not a conv2d");
-  space_build(&c->w, vec, &c->space);
+  space_build_for(&c->w, vec, p->l1d, p->l2, &c->space);
   if (!p->cfg || !space_valid(&c->space, p->cfg))
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d %s: %s", a->v[ATTR_SCHEDULE].s, p->cfg ? "the config is not a valid point of its space" : "no config");
   c->cfg = *p->cfg;

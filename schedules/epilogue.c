@@ -341,16 +341,19 @@ temper_status sched_config_of(const node *m, int vec, sched_config *buf, const s
   return TEMPER_OK;
 }
 
-temper_status sched_lower(const node *fn, int vec, const sched_config *cfg, const char *name, lfunc **out, diag *d) {
-  return sched_lower_as(fn, vec, cfg, name, SCHED_BEST, out, d);
+temper_status sched_lower(const node *fn, const cg_target *t, const sched_config *cfg, const char *name, lfunc **out, diag *d) {
+  return sched_lower_as(fn, t, cfg, name, SCHED_BEST, out, d);
 }
 
-temper_status sched_lower_as(const node *fn, int vec, const sched_config *cfg, const char *name, sched_pick pick, lfunc **out,
-                             diag *d) {
+temper_status sched_lower_as(const node *fn, const cg_target *t, const sched_config *cfg, const char *name, sched_pick pick,
+                             lfunc **out, diag *d) {
   *out = NULL;
   prim p;
   temper_status s = sched_prepare(fn, &p, d);
   if (s) return s;
+  int vec = t->vec;
+  p.l1d = t->l1d;
+  p.l2 = t->l2;
   const node *m = p.master;
   if (cfg && (!m || !op_is_conv(m->op) || cfg->tmpl < 0 || cfg->tmpl >= TMPL_COUNT))
     return diag_fail(d, TEMPER_EINTERNAL, "a conv2d schedule config for a function whose master is %s", m ? ir_op_name(m) : "none");

@@ -9,6 +9,7 @@
 #define TEMPER_SCHEDULES_H
 #include "compiler_int.h"
 #include "loopir.h"
+#include "codegen.h"
 
 /* A primitive function being lowered. */
 struct sched_config;
@@ -20,6 +21,7 @@ typedef struct prim {
                          * whose value, through its epilogue, is the
                          * master's data input), or NULL */
   const struct sched_config *cfg;   /* a conv2d master's config, or NULL */
+  int64_t l1d, l2;      /* the target core's caches (cg_target's; 0: this machine's) */
   lfunc *f;
   int out_buf;          /* buffer id of the output */
 } prim;
@@ -32,17 +34,19 @@ temper_status sched_prepare(const node *fn, prim *p, diag *d);
  * is NULL where m is not a conv2d or has neither. An unparsable schedule
  * is an error naming it. */
 temper_status sched_config_of(const node *m, int vec, struct sched_config *buf, const struct sched_config **cfg, diag *d);
-/* Lowers a primitive function for the target's vector width: a conv2d
+/* Lowers a primitive function for target t (its vector width, and its
+ * caches where a template fits its split over threads to them): a conv2d
  * master by the template of its config cfg (conv_templates below), any
  * other by its op's schedule. cfg is NULL for a function without a conv2d,
  * or for a conv2d the generic schedule runs. */
-temper_status sched_lower(const node *fn, int vec, const struct sched_config *cfg, const char *name, lfunc **out, diag *d);
+temper_status sched_lower(const node *fn, const cg_target *t, const struct sched_config *cfg, const char *name, lfunc **out,
+                          diag *d);
 /* The same, but SCHED_GENERIC lowers a function without a master op by the
  * generic per-element schedule even where a specialised one applies (the
  * layout copy), so tests can hold the two against each other. */
 typedef enum sched_pick { SCHED_BEST, SCHED_GENERIC } sched_pick;
-temper_status sched_lower_as(const node *fn, int vec, const struct sched_config *cfg, const char *name, sched_pick pick,
-                             lfunc **out, diag *d);
+temper_status sched_lower_as(const node *fn, const cg_target *t, const struct sched_config *cfg, const char *name,
+                             sched_pick pick, lfunc **out, diag *d);
 
 /* ---- epilogue.c: an op of the function evaluated at one output point ---- */
 typedef struct epi {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "space.h"
 #include "loopir.h"
+#include "codegen.h"
 
 const char *const tmpl_names[TMPL_COUNT] = {
 #define X(id, name, ver) name,
@@ -204,40 +205,11 @@ static void place_added(task_space *s) {
 
 int64_t space_tmpl_point(const tmpl_space *t, int64_t i) { return i < t->base ? t->offset + i : t->ext_offset + (i - t->base); }
 
-/* a size in bytes from sysfs ("48K"), 0 if absent */
-static int64_t sysfs_cache(int index) {
-  char path[96], buf[32];
-  snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", index);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  int64_t v = 0;
-  if (fgets(buf, sizeof buf, f)) {
-    char *end;
-    v = strtoll(buf, &end, 10);
-    if (*end == 'K') v <<= 10;
-    else if (*end == 'M') v <<= 20;
-  }
-  fclose(f);
-  return v > 0 ? v : 0;
-}
+void space_caches(int64_t *l1d, int64_t *l2) { cg_host_caches(l1d, l2); }
 
-static int64_t host_l1d, host_l2;
-static pthread_once_t caches_once = PTHREAD_ONCE_INIT;
-static void read_caches(void) {
-  long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  host_l1d = l1 > 0 ? l1 : sysfs_cache(0);   /* index0: the L1 data cache on x86 Linux */
-  host_l2 = l2 > 0 ? l2 : sysfs_cache(2);
-  if (host_l1d < 8 << 10) host_l1d = 32 << 10;
-  if (host_l2 < 128 << 10) host_l2 = 1 << 20;
-}
+void space_build(const conv_workload *w, int vec, task_space *s) { space_build_for(w, vec, 0, 0, s); }
 
-void space_caches(int64_t *l1d, int64_t *l2) {
-  pthread_once(&caches_once, read_caches);
-  *l1d = host_l1d;
-  *l2 = host_l2;
-}
-
-void space_build(const conv_workload *w, int vec, task_space *s) {
+void space_build_for(const conv_workload *w, int vec, int64_t l1d, int64_t l2, task_space *s) {
   memset(s, 0, sizeof *s);
   s->w = *w;
   s->vec = vec;
@@ -245,6 +217,8 @@ void space_build(const conv_workload *w, int vec, task_space *s) {
    * weight vectors and a broadcast; AVX2 and SSE have 16 */
   s->regs = vec >= 16 ? REG_BUDGET : 12;
   space_caches(&s->l1d, &s->l2);
+  if (l1d > 0) s->l1d = l1d;
+  if (l2 > 0) s->l2 = l2;
   int64_t Cg = w->C / w->G, Kg = w->K / w->G, OH = workload_out(w, 2), OW = workload_out(w, 3);
   int depthwise = w->G == w->C && w->G == w->K && w->G > 1;
   int one = w->R == 1 && w->S == 1 && w->G == 1 && !w->pt && !w->pl && !w->pb && !w->pr;

@@ -166,9 +166,15 @@ int64_t winograd_block(const task_space *s, const sched_config *c);
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats);
 
 /* The per-core L1 data and L2 cache sizes of this machine (sysconf, else
- * sysfs, else 32 KiB and 1 MiB): what the default config blocks for. A
- * build for another machine (--target) blocks for this one's caches. */
+ * sysfs, else 32 KiB and 1 MiB; cg_host_caches). */
 void space_caches(int64_t *l1d, int64_t *l2);
+/* The space of workload w for vec-float vectors, its default config fitted
+ * to caches of l1d and l2 bytes per core (the build target's: --target
+ * names another machine); l1d, l2 <= 0: this machine's. The knobs and
+ * their candidates do not depend on the caches, so a config's index is the
+ * same on every machine of one vector width. */
+void space_build_for(const conv_workload *w, int vec, int64_t l1d, int64_t l2, task_space *s);
+/* space_build_for with this machine's caches: what the tuner measures on */
 void space_build(const conv_workload *w, int vec, task_space *s);
 const tmpl_space *space_tmpl(const task_space *s, conv_tmpl t);  /* NULL if not applicable */
 int64_t space_index(const task_space *s, const sched_config *c);

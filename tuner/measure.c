@@ -68,7 +68,8 @@ temper_status build_object(cg_compiler *cc, int vec, const tune_task *t, const s
   node *fn = NULL;
   temper_status s = task_function(t, cfg, &g, &fn, d);
   lfunc *f = NULL;
-  if (!s) s = sched_lower(fn, vec, cfg, name, &f, d);
+  cg_target here = {.vec = vec};   /* the tuner measures on this machine: its caches */
+  if (!s) s = sched_lower(fn, &here, cfg, name, &f, d);
   if (!s) s = cg_compile_object(cc, &f, 1, &out->data, &out->size, d);
   lf_free(f);
   temper_graph_destroy(g);

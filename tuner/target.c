@@ -22,12 +22,36 @@ void target_host(db_target *t) {
   t->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
 }
 
+/* Per-core L1 data cache and L2 of the CPUs LLVM names, in KB: what a build
+ * for one (--target) fits its default configs to. Generic names (x86-64-v3)
+ * and CPUs not listed take this machine's. */
+static const struct { const char *cpu; int l1d_kb, l2_kb; } cpu_caches[] = {
+    {"nehalem", 32, 256},        {"westmere", 32, 256},      {"sandybridge", 32, 256},   {"ivybridge", 32, 256},
+    {"haswell", 32, 256},        {"broadwell", 32, 256},     {"skylake", 32, 256},       {"skylake-avx512", 32, 1024},
+    {"cascadelake", 32, 1024},   {"cooperlake", 32, 1024},   {"icelake-client", 48, 512}, {"icelake-server", 48, 1280},
+    {"tigerlake", 48, 1280},     {"rocketlake", 48, 512},    {"alderlake", 48, 1280},    {"raptorlake", 48, 2048},
+    {"meteorlake", 48, 2048},    {"sapphirerapids", 48, 2048}, {"emeraldrapids", 48, 2048}, {"graniterapids", 48, 2048},
+    {"znver1", 32, 512},         {"znver2", 32, 512},        {"znver3", 32, 512},        {"znver4", 32, 1024},
+    {"znver5", 48, 1024},
+};
+
+int target_cpu_caches(const char *cpu, int64_t *l1d, int64_t *l2) {
+  for (size_t i = 0; i < sizeof cpu_caches / sizeof cpu_caches[0]; i++)
+    if (!strcmp(cpu, cpu_caches[i].cpu)) {
+      *l1d = (int64_t)cpu_caches[i].l1d_kb << 10;
+      *l2 = (int64_t)cpu_caches[i].l2_kb << 10;
+      return 1;
+    }
+  return 0;
+}
+
 void target_to_cg(const db_target *d, cg_target *t) {
   memset(t, 0, sizeof *t);
   snprintf(t->triple, sizeof t->triple, "%s", d->triple);
   snprintf(t->cpu, sizeof t->cpu, "%s", d->cpu);
   snprintf(t->features, sizeof t->features, "%s", d->features);
   t->vec = cg_vec_of_features(t->features);
+  target_cpu_caches(t->cpu, &t->l1d, &t->l2);   /* else 0: this machine's */
 }
 
 int target_from_spec(const char *spec, cg_target *t) {
@@ -55,6 +79,7 @@ int target_from_spec(const char *spec, cg_target *t) {
     snprintf(t->features, sizeof t->features, "%s", f);
   }
   t->vec = cg_vec_of_features(t->features);
+  if (!target_cpu_caches(t->cpu, &t->l1d, &t->l2)) t->l1d = host.l1d, t->l2 = host.l2;
   return 0;
 }
 

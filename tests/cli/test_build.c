@@ -214,6 +214,12 @@ static void test_fallback_and_strict(void **state) {
   expect(sh("%s build " MODEL " --db %s/nope.db -o %s/f.so", T, dir, dir), 1, "no such database");
   expect(sh("head -c 3000 /dev/urandom > %s/bad.db; %s build " MODEL " --db %s/bad.db -o %s/f.so", dir, T, dir, dir), 1, "not a database");
   expect(sh("%s build " MODEL " -o %s/f.so --target avx1024", T, dir), 1, "unknown target 'avx1024'");
+  /* a build for another machine fits its defaults to that CPU's caches, or to --caches */
+  expect(sh("%s build " MODEL " -o %s/f.so --target haswell", T, dir), 0, "32 KB L1d and 256 KB L2 per core (its CPU's)");
+  expect(sh("%s build " MODEL " -o %s/f.so --caches 48K,2M", T, dir), 0, "48 KB L1d and 2048 KB L2 per core (--caches)");
+  expect(sh("%s build " MODEL " -o %s/f.so --caches 48K", T, dir), 2, "--caches '48K': expected the L1 data cache and the L2 per core");
+  expect(sh("%s build " MODEL " -o %s/f.so --caches 1K,2M", T, dir), 2, "--caches '1K,2M'");
+  expect(sh("%s build " MODEL " -o %s/f.so --caches 48K,2Mx", T, dir), 2, "--caches '48K,2Mx'");
   expect(sh("%s build " MODEL " -o /nonexistent/dir/f.so", T), 1, "/nonexistent/dir/f.so: cannot resolve the output directory");
 }
 

@@ -9,7 +9,8 @@
 #include "schedules.h"
 #include "space.h"
 
-
+/* lowering for 16-float vectors, with this machine's caches */
+static const cg_target avx512 = {.vec = 16};
 
 static void check_against_reference(const char *text, int threads) {
   pipeline_opts o = {.vec = engine->target.vec};
@@ -359,7 +360,7 @@ static void test_layout_transforms(void **state) {
     node *fn = g->main->body->callee;
     assert_int_equal(sched_is_layout_copy(fn), i < 2);
     lfunc *f = NULL;
-    assert_int_equal(engine_lower_one(fn, 16, "k", &f, &d), TEMPER_OK);
+    assert_int_equal(engine_lower_one(fn, &avx512, "k", &f, &d), TEMPER_OK);
     char *loops = lf_print(f);
     assert_true((strstr(loops, "parallel for n_h_cb") != NULL) == (i < 2));
     free(loops);
@@ -390,7 +391,7 @@ static void test_loops_print(void **state) {
   assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
   node *fn = g->main->body->callee;
   lfunc *f = NULL;
-  assert_int_equal(engine_lower_one(fn, 16, "k", &f, &d), TEMPER_OK);
+  assert_int_equal(engine_lower_one(fn, &avx512, "k", &f, &d), TEMPER_OK);
   char *text = lf_print(f);
   assert_non_null(strstr(text, "parallel for n_oht_kb"));   /* the input outweighs the weights: rows outer */
   assert_non_null(strstr(text, "fma("));
@@ -428,7 +429,7 @@ static void test_parallel_split(void **state) {
     diag d = {0};
     assert_int_equal(pipeline_optimize_with(g, &(pipeline_opts){.vec = 16, .block_inputs = 1}, &d), TEMPER_OK);
     lfunc *f = NULL;
-    assert_int_equal(engine_lower_one(g->main->body->callee, 16, "k", &f, &d), TEMPER_OK);
+    assert_int_equal(engine_lower_one(g->main->body->callee, &avx512, "k", &f, &d), TEMPER_OK);
     char *text = lf_print(f);
     int found = strstr(text, cases[i].loop) != NULL;
     int prefetch = !cases[i].prefetch ||
@@ -541,6 +542,34 @@ static void test_erf_tanh_relative_to_libm(void **state) {
   }
 }
 
+/* the template splits over the target's caches, not this machine's: a 1×1
+ * layer of 1024 → 512 channels at 14×14 (800 KB of input, 2 MB of weights)
+ * splits over rows on a 1 MB L2 and over channel blocks on a 2 MB one,
+ * where its input stays in L2 across the blocks */
+static int choose_nchwc(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
+                        char *err, size_t n) {
+  (void)ctx, (void)key, (void)site;
+  return config_parse(s, "conv2d_nchwc:ic_bn=16,oc_bn=32,ow_bn=7,oh_bn=1,unroll_kw=0,order=0,par=0", out, err, n) ? -1 : 1;
+}
+static void test_split_follows_target_caches(void **state) {
+  (void)state;
+  for (int i = 0; i < 2; i++) {
+    temper_graph *g = parse_ok("def @main(%x: Tensor[(1, 1024, 14, 14), float32], %w: Tensor[(512, 1024, 1, 1), float32]) {\n"
+                               "  nn.conv2d(%x, %w)\n}\n");
+    cg_target t = {.vec = 16, .l1d = 48 << 10, .l2 = (int64_t)(1 + i) << 20};
+    pipeline_opts o = {.vec = 16, .l1d = t.l1d, .l2 = t.l2, .choose = choose_nchwc};
+    diag d = {0};
+    assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+    lfunc *f = NULL;
+    assert_int_equal(engine_lower_one(g->main->body->callee, &t, "k", &f, &d), TEMPER_OK);
+    char *loops = lf_print(f);
+    assert_int_equal(strstr(loops, "parallel for n_oht_kb") != NULL, i == 0);
+    free(loops);
+    lf_free(f);
+    temper_graph_destroy(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seed_lower_and_run),
@@ -551,6 +580,7 @@ int main(void) {
       cmocka_unit_test(test_every_op_against_reference),
       cmocka_unit_test(test_resnet_block_against_reference),
       cmocka_unit_test(test_loops_print),
+      cmocka_unit_test(test_split_follows_target_caches),
       cmocka_unit_test(test_parallel_split),
       cmocka_unit_test(test_layout_transforms),
       cmocka_unit_test(test_winograd_without_schedule_refused),

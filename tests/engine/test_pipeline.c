@@ -223,6 +223,48 @@ static void test_pipeline_sink_transposes(void **state) {
   }
 }
 
+/* the default configs fit the target's caches (pipeline_opts.l1d, .l2), not
+ * this machine's: a build for an Intel server core (2 MB of L2) from a
+ * machine with 1 MB picks the Intel defaults, and the reverse */
+static char *schedule_for_caches(int64_t l2) {
+  temper_graph *g = parse_ok("def @main(%x: Tensor[(1, 256, 28, 28), float32], %w: Tensor[(256, 256, 3, 3), float32]) {\n"
+                             "  %0 = nn.conv2d(%x, %w, strides=[2, 2], padding=[1, 1, 1, 1]);\n  nn.relu(%0)\n}\n");
+  diag d = {0};
+  pipeline_opts o = {.vec = 16, .l1d = 48 << 10, .l2 = l2};
+  assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+  char *p = print_graph(g), *q = strstr(p, "schedule=\""), *text = NULL;
+  assert_non_null(q);
+  q += strlen("schedule=\"");
+  text = strndup(q, strcspn(q, "\""));
+  free(p);
+  temper_graph_destroy(g);
+  return text;
+}
+static void test_pipeline_target_caches(void **state) {
+  (void)state;
+  conv_workload w = {.N = 1, .C = 256, .H = 28, .W = 28, .K = 256, .R = 3, .S = 3, .sh = 2, .sw = 2, .pt = 1, .pl = 1, .pb = 1,
+                     .pr = 1, .dh = 1, .dw = 1, .G = 1};
+  char *got[2];
+  for (int i = 0; i < 2; i++) {
+    int64_t l2 = (int64_t)(1 + i) << 20;
+    got[i] = schedule_for_caches(l2);
+    task_space sp;
+    sched_config def;
+    char want[512];
+    space_build_for(&w, 16, 48 << 10, l2, &sp);
+    assert_int_equal(sp.l2, l2);
+    config_default(&sp, &def);
+    config_short(&sp, &def, want, sizeof want);
+    assert_string_equal(got[i], want);
+  }
+  /* the stride-2 3×3 layer of ResNet-50's stage 4: two vectors by 7 × 2
+   * positions on a 2 MB L2 (docs/design.md), other tiles on 1 MB */
+  assert_string_not_equal(got[0], got[1]);
+  assert_non_null(strstr(got[1], "oc_bn=32,ow_bn=7,oh_bn=2"));
+  free(got[0]);
+  free(got[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_resnet_block),
@@ -230,6 +272,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_squeeze_excite),
       cmocka_unit_test(test_pipeline_join_sites),
       cmocka_unit_test(test_pipeline_sink_transposes),
+      cmocka_unit_test(test_pipeline_target_caches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,7 @@ static double run_kernel(const node *fn, sched_pick pick, temper_pool *pool, con
   char name[32];
   snprintf(name, sizeof name, "lt_%d", serial++);
   lfunc *f = NULL;
-  temper_status s = sched_lower_as(fn, engine->target.vec, NULL, name, pick, &f, &d);
+  temper_status s = sched_lower_as(fn, &engine->target, NULL, name, pick, &f, &d);
   if (s) fprintf(stderr, "lowering failed: %s\n", d.msg);
   assert_int_equal(s, TEMPER_OK);
   temper_kernel_fn k = NULL;

@@ -33,16 +33,34 @@ static void test_vector_widths(void **state) {
 static void test_specs(void **state) {
   (void)state;
   cg_target t;
+  int64_t host_l1d, host_l2;
+  cg_host_caches(&host_l1d, &host_l2);
   assert_int_equal(target_from_spec("znver4", &t), 0);
   assert_string_equal(t.cpu, "znver4");
   assert_int_equal(t.vec, 16);
+  assert_int_equal(t.l1d, 32 << 10);   /* the CPU's own caches, whatever this machine has */
+  assert_int_equal(t.l2, 1 << 20);
+  assert_int_equal(target_from_spec("sapphirerapids", &t), 0);
+  assert_int_equal(t.l1d, 48 << 10);
+  assert_int_equal(t.l2, 2 << 20);
   assert_int_equal(target_from_spec("haswell", &t), 0);
   assert_int_equal(t.vec, 8);
+  assert_int_equal(t.l2, 256 << 10);
   assert_int_equal(target_from_spec("mycpu:+sse4.2,+avx,+avx2,+fma", &t), 0);
   assert_string_equal(t.cpu, "mycpu");
   assert_string_equal(t.features, "+sse4.2,+avx,+avx2,+fma");
   assert_int_equal(t.vec, 8);
+  assert_int_equal(t.l1d, host_l1d);   /* a CPU not in the table: this machine's caches */
+  assert_int_equal(t.l2, host_l2);
+  assert_int_equal(target_from_spec("x86-64-v3", &t), 0);   /* a generic one too */
+  assert_int_equal(t.l2, host_l2);
+  assert_int_equal(target_from_spec("znver5:+avx2,+fma", &t), 0);   /* its own features, its CPU's caches */
+  assert_int_equal(t.l2, 1 << 20);
+  assert_int_equal(t.l1d, 48 << 10);
   assert_int_equal(target_from_spec("nosuchcpu", &t), -1);
+  int64_t l1d = 1, l2 = 1;
+  assert_int_equal(target_cpu_caches("nosuchcpu", &l1d, &l2), 0);
+  assert_int_equal(l1d, 1);   /* untouched */
 }
 
 static void test_graded_matching(void **state) {
