@@ -32,6 +32,7 @@ typedef struct choice {
   int pretuned;            /* 1 + the shipped log the record came from; 0: the user's database */
   int predicted;           /* no record anywhere: the cost model's pick (config), not measured */
   int in_context;          /* a choice of `temper refine` replaced the records' pick */
+  int default_moved;       /* ... choosing the default of an older temper: today's default runs instead */
   double gain_s;           /* ... saving this much in the whole model */
   char refined_at[32];
   char replaced[512];      /* the records' pick it replaced */
@@ -106,6 +107,14 @@ static int64_t config_class(const struct task_space *s, const struct sched_confi
 /* refine's choice for this workload, unless the records changed since
  * (below), if it is itself still a record (or the default config at this
  * site, which refine may choose without a record): its config instead.
+ * Refine chooses among records and the site's default, so a choice of the
+ * same template version with no record that is not today's default was the
+ * default of an older temper (a depthwise default, which takes its
+ * producer's block, has no record of its own): refine found the default
+ * better in the whole model than the records' pick, and today's default is
+ * what an untuned build runs, so the build runs today's and says so. It
+ * used to drop such a choice and run the records' pick, which refine had
+ * found slower.
  * The records changed since when a record measured after the choice beats
  * the config refine replaced (any later record, if that config has no
  * record). Not "the records' pick is no longer what refine replaced": that
@@ -130,16 +139,23 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
       if (strcmp(recs[k].measured_at, ch->measured_at) > 0 && (replaced_s <= 0 || recs[k].median_s < replaced_s)) beaten = 1;
     config_default_at(s, site->in_block, 1, &def);
     int unmeasured_default = rec < 0 && parsed && space_index(s, &cfg) == space_index(s, &def);   /* refine measured it in the model */
-    if (beaten || (rec < 0 && !unmeasured_default) || tune_tmpl_version(ch->tmpl) != ch->tmpl_version || !parsed) {
+    if (beaten || tune_tmpl_version(ch->tmpl) != ch->tmpl_version || !parsed) {
       dc->stale_choices++;
       return;
+    }
+    if (rec < 0 && !unmeasured_default) {   /* an older temper's default: today's instead (and its record, if any) */
+      cfg = def;
+      c->default_moved = 1;
+      for (int k = 0; k < nr && rec < 0; k++)
+        if (recs[k].config_index == space_index(s, &def)) rec = k;
     }
     *out = cfg;
     c->in_context = 1;
     c->gain_s = ch->gain_s;
     str_copy(c->refined_at, sizeof c->refined_at, ch->measured_at);
     str_copy(c->replaced, sizeof c->replaced, c->config);
-    str_copy(c->config, sizeof c->config, ch->config);
+    if (c->default_moved) config_json(s, &cfg, c->config, sizeof c->config);
+    else str_copy(c->config, sizeof c->config, ch->config);
     c->median_s = rec >= 0 ? recs[rec].median_s : 0;   /* 0: the default, no record of it here */
     return;
   }
@@ -466,7 +482,7 @@ void db_chooser_get(const db_chooser *dc, int i, chooser_entry *out) {
                          .refined_at = c->refined_at, .replaced = c->replaced, .n_alt = c->n_alt,
                          .pretuned = c->pretuned ? dc->pre[c->pretuned - 1].path : NULL, .predicted = c->predicted,
                          .predicted_config = c->predicted ? c->config : NULL, .default_alt = c->def_alt - 1,
-                         .default_unmeasured = c->default_unmeasured};
+                         .default_unmeasured = c->default_unmeasured, .default_moved = c->default_moved};
   for (int k = 0; k < c->n_alt; k++)
     out->alt[k] = c->alt[k], out->alt_s[k] = c->alt_s[k], out->alt_tmpl[k] = c->alt_tmpl[k], out->alt_version[k] = c->alt_version[k];
 }
@@ -479,6 +495,7 @@ void db_chooser_summary(const db_chooser *dc, chooser_summary *out) {
     total += c->flops * c->count;
     out->n_stale += c->stale;
     out->default_unmeasured += c->default_unmeasured;
+    out->default_moved += c->default_moved;
     if (c->found) {
       out->n_found++;
       out->n_pretuned += c->pretuned > 0;
