@@ -29,8 +29,8 @@ int cli_print_choices(const db_chooser *dc) {
     if (c.threads != s.threads)
       printf("    measured at %d thread%s; this build runs %d\n", c.threads, c.threads > 1 ? "s" : "", s.threads);
     if (c.in_context && c.default_moved)
-      printf("    temper refine (%.10s) chose the default config of an older temper over the records' pick %s: today's "
-             "default runs instead\n", c.refined_at, c.replaced);
+      printf("    temper refine (%.10s) chose the default config over the records' pick %s; the default here is now "
+             "another (an older temper's defaults, or another block from the producer): it runs instead\n", c.refined_at, c.replaced);
     else if (c.in_context)
       printf("    chosen in context by temper refine (%.10s): %.3f ms faster in the whole model than the records' pick %s\n",
              c.refined_at, c.gain_s * 1e3, c.replaced);
@@ -45,8 +45,9 @@ int cli_print_choices(const db_chooser *dc) {
     printf("ignored %d choice%s of temper refine: the records changed since (run temper refine again)\n", s.stale_choices,
            s.stale_choices > 1 ? "s" : "");
   if (s.default_moved)
-    printf("%d choice%s of temper refine took the default config of an older temper, which is not today's: the build runs "
-           "today's default there (`temper refine` weighs it in the whole model)\n", s.default_moved,
+    printf("%d choice%s of temper refine took a default config that is not the default here now (an older temper's, or "
+           "another block from the producer): the build runs today's default there (`temper refine` weighs it in the whole "
+           "model)\n", s.default_moved,
            s.default_moved > 1 ? "s" : "");
   if (s.default_unmeasured)
     printf("%d workload%s no record of today's default config, which an untuned build runs and this one does not (the "

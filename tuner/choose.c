@@ -108,13 +108,13 @@ static int64_t config_class(const struct task_space *s, const struct sched_confi
  * (below), if it is itself still a record (or the default config at this
  * site, which refine may choose without a record): its config instead.
  * Refine chooses among records and the site's default, so a choice of the
- * same template version with no record that is not today's default was the
- * default of an older temper (a depthwise default, which takes its
- * producer's block, has no record of its own): refine found the default
- * better in the whole model than the records' pick, and today's default is
- * what an untuned build runs, so the build runs today's and says so. It
- * used to drop such a choice and run the records' pick, which refine had
- * found slower.
+ * same template version with no record that is not the site's default now
+ * was a default: an older temper's, or the site's at another producer
+ * block (a depthwise default takes its producer's block and has no record
+ * of its own). Refine found the default better in the whole model than the
+ * records' pick, and the default now is what an untuned build runs, so the
+ * build runs it and says so. It used to drop such a choice and run the
+ * records' pick, which refine had found slower.
  * The records changed since when a record measured after the choice beats
  * the config refine replaced (any later record, if that config has no
  * record). Not "the records' pick is no longer what refine replaced": that
