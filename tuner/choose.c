@@ -32,7 +32,7 @@ typedef struct choice {
   int pretuned;            /* 1 + the shipped log the record came from; 0: the user's database */
   int predicted;           /* no record anywhere: the cost model's pick (config), not measured */
   int in_context;          /* a choice of `temper refine` replaced the records' pick */
-  int default_moved;       /* ... choosing the default of an older temper: today's default runs instead */
+  int default_moved;       /* ... choosing a default that is not the site's now: today's default runs instead */
   double gain_s;           /* ... saving this much in the whole model */
   char refined_at[32];
   char replaced[512];      /* the records' pick it replaced */
@@ -143,7 +143,7 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
       dc->stale_choices++;
       return;
     }
-    if (rec < 0 && !unmeasured_default) {   /* an older temper's default: today's instead (and its record, if any) */
+    if (rec < 0 && !unmeasured_default) {   /* a default, not the site's now: the default now (and its record, if any) */
       cfg = def;
       c->default_moved = 1;
       for (int k = 0; k < nr && rec < 0; k++)

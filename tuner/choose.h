@@ -69,7 +69,7 @@ typedef struct chooser_entry {
   int default_unmeasured;   /* records, but none of today's default config: tuned with other defaults */
   double fastest_s;         /* the fastest record, when the choice is another */
   int in_context;           /* refine's choice replaced the records' pick ... */
-  int default_moved;        /* ... choosing an older temper's default: today's default runs instead */
+  int default_moved;        /* ... choosing a default that is not the site's now: today's default runs instead */
   double gain_s;            /* ... saving this much in the whole model */
   const char *refined_at;
   const char *replaced;     /* the records' pick it replaced */
@@ -91,7 +91,7 @@ typedef struct chooser_summary {
   int n_stale;              /* stale records ignored */
   int stale_choices;        /* refine's choices ignored: the records changed since */
   int default_unmeasured;   /* workloads whose records have none of today's default config */
-  int default_moved;        /* refine's choices of an older temper's default, run as today's */
+  int default_moved;        /* refine's choices of a default that is not the site's now, run as today's */
   double fell_flops_share;  /* of the model's conv2d FLOPs on default configs */
   double est_s;             /* the records' estimate of the conv2d time */
   int est_complete;         /* every workload has a record */
