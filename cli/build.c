@@ -112,9 +112,7 @@ static int build_target(const char *spec, const char *caches, cg_target *t) {
       fprintf(stderr, "temper build: unknown target '%s': give its features, e.g. --target %s:+avx,+avx2,+fma\n", spec, spec);
       return 1;
     }
-    char cpu[64];
-    snprintf(cpu, sizeof cpu, "%.*s", (int)strcspn(spec, ":"), spec);
-    if (target_cpu_caches(cpu, &l1d, &l2)) whose = "its CPU's";
+    if (target_cpu_caches(t->cpu, &l1d, &l2)) whose = "its CPU's";
   }
   if (caches) {
     char *end;

@@ -2,11 +2,9 @@
  * forms, workload keys, and the default config heuristic. */
 #include <ctype.h>
 #include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "space.h"
 #include "loopir.h"
 #include "codegen.h"
