@@ -2,7 +2,8 @@
  *   x * reshape(γ / sqrt(σ² + ε)) + reshape(β - μ·scale)
  * with the per-channel vectors reshaped to broadcast along the axis; the
  * constant parts fold away later (fold.c), and the multiply folds into a
- * preceding conv2d's weights. dropout(x).0 becomes x.
+ * preceding conv2d's weights. dropout(x).0 becomes x, a pad of zero widths
+ * its input.
  *
  * And a dense layer over many rows (a linear layer applied at every pixel,
  * as ConvNeXt's MLPs are: MatMul on NHWC) becomes the 1×1 conv2d it is:
@@ -108,6 +109,16 @@ static node *simplify_node(temper_graph *g, node *n, node **args, void *ctx, dia
     node *t = args[0];
     if (t->kind == N_CALL && t->op == OP_DROPOUT) return t->args[0];
     if (t->kind == N_CALL && t->op == OP_BATCH_NORM) return lower_batch_norm(g, t, t->args);
+  }
+  /* a pad of nothing (PyTorch's export puts one before DenseNet's average
+   * pools) is its input: left in, it read NCHW and cut the blocked layout
+   * between the conv2d and the pool (engine/layout.c). Kept on a parameter,
+   * so a function never returns its input. */
+  if (n->kind == N_CALL && n->op == OP_PAD && args[0]->kind == N_CALL) {
+    const attr_val *pw = &n->attrs->v[ATTR_PAD_WIDTH];
+    int none = 1;
+    for (int i = 0; i < pw->n; i++) none &= pw->i[i] == 0;
+    if (none) return args[0];
   }
   if (n->kind == N_CALL && n->op == OP_DENSE && n->ty.kind == TY_TENSOR && n->args[0]->ty.shape.ndim == 2 &&
       n->args[0]->ty.shape.d[0] >= DENSE_AS_CONV_ROWS)

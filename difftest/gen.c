@@ -276,7 +276,7 @@ static void gen_concat(gen *g) {
     C += o->C;
     strbuf_printf(&g->body, ", %s", o->name);
   }
-  strbuf_printf(&g->body, "), axis=1);\n");
+  strbuf_printf(&g->body, "), axis=%d);\n", chance(g, 25) ? -3 : 1);   /* -3: the layout pass's NCHW<b>c concatenation takes axis 1 */
   add_val_id(g, id, 4, x->N, C, x->H, x->W);
 }
 

@@ -282,6 +282,36 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
   return set_blk(a, c, (int)l.out_blk) ? NULL : c;
 }
 
+/* The channel block a concatenation along the channels of 4-d values
+ * takes: one that divides every field's channels (so the blocked fields
+ * concatenate along the channel-block axis), of the blocks its fields
+ * have, the one that converts the fewest floats; 0 (NCHW) where no field
+ * is blocked or no block divides them all. GoogLeNet's and DenseNet's
+ * concatenations of conv2d outputs stayed NCHW: each branch's conv2d wrote
+ * NCHW, and the pooling and conv2d after them read NCHW or converted it
+ * back — the 3×3 max pools of GoogLeNet's inception blocks ran scalar in
+ * NCHW, 10 of its 20 ms on Zen 5 (bench/RESULTS.md, "Concatenation in
+ * blocks"). */
+static int concat_block(alter *a, const node *n, node *const *args) {
+  if (n->n_args < 1 || n->n_args > 64 || n->ty.shape.ndim != 4) return 0;
+  int ax = (int)n->attrs->v[ATTR_AXIS].i[0];
+  if (ax != 1 && ax != -3) return 0;
+  int best = 0;
+  int64_t best_cost = -1;
+  for (int i = 0; i < n->n_args; i++) {
+    int b = get_blk(a, args[i]);
+    if (!b) continue;
+    int64_t cost = 0;
+    for (int k = 0; k < n->n_args && cost >= 0; k++) {
+      const shape_t *s = &n->args[k]->ty.shape;   /* before the rewrite: NCHW */
+      if (s->ndim != 4 || s->d[1] % b) cost = -1;
+      else if (get_blk(a, args[k]) != b) cost += shape_numel(s);
+    }
+    if (cost >= 0 && (best_cost < 0 || cost < best_cost || (cost == best_cost && b > best))) best = b, best_cost = cost;
+  }
+  return best;
+}
+
 static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag *d) {
   alter *a = vctx;
   (void)d;
@@ -321,6 +351,19 @@ static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag 
         c->loc = n->loc;
         return set_blk(a, c, B) ? NULL : c;
       }
+    }
+  }
+  if (n->kind == N_CALL && n->op == OP_CONCATENATE) {
+    int b = concat_block(a, n, args);
+    if (b) {
+      node *blocked[64];
+      for (int i = 0; i < n->n_args; i++)
+        if (!(blocked[i] = to_block(g, a, args[i], b))) return NULL;
+      node *c = ir_call(g, OP_CONCATENATE, n->n_args, blocked, n->attrs);
+      if (!c) return NULL;
+      c->loc = n->loc;
+      c->attrs->v[ATTR_AXIS].i[0] = 1;   /* the channel-block axis of NCHW<b>c (an NCHW -3 is H there) */
+      return set_blk(a, c, b) ? NULL : c;
     }
   }
   if (n->kind == N_CALL && (n->op == OP_MAX_POOL2D || n->op == OP_AVG_POOL2D || n->op == OP_GLOBAL_AVG_POOL2D || n->op == OP_GLOBAL_MAX_POOL2D) && b0 &&
@@ -370,6 +413,13 @@ enum {
   PW_RING_MAX_BYTES = 64 << 10,   /* the expand → depthwise kernel's ring: R expanded rows of one block */
 };
 
+/* the L2 the build fits to: the target's (pipeline_opts.l2), else this machine's */
+static int64_t target_l2(const pipeline_opts *o) {
+  int64_t l1, l2;
+  space_caches(&l1, &l2);
+  return o && o->l2 ? o->l2 : l2;
+}
+
 /* A 1×1 conv2d (a) into the depthwise conv2d it feeds (b), where
  * schedules/conv2d_pwdw.c can run the pair: its config a 1×1 stride-1
  * GEMM whose output block is the depthwise's input block, the depthwise of
@@ -389,8 +439,7 @@ static int join_pw_dw(const conv_workload *wa, int64_t a_out, const conv_workloa
   if (!a_out || b_in != a_out) return 0;
   if (wb->R * wa->W * a_out * 4 > PW_RING_MAX_BYTES || (o && o->no_pw_fusion)) return 0;
   if (o && o->pw_fusion_all) return 1;
-  int64_t l1, l2;
-  space_caches(&l1, &l2);
+  int64_t l2 = target_l2(o);
   return wb->sh >= 2 && wa->K * wa->H * wa->W * 4 > l2 / 2;
 }
 
@@ -409,8 +458,7 @@ static int join_rule(const conv_workload *wa, int ta, int64_t a_out, const conv_
    * costs; below, the 1×1 apart reads it from L2 and its own schedule
    * (whole-image loops, weights read once) wins (bench/RESULTS.md,
    * "depthwise into the 1×1") */
-  int64_t l1, l2;
-  space_caches(&l1, &l2);
+  int64_t l2 = target_l2(o);
   return wa->K * wb->W * 4 <= DW_ROW_MAX_BYTES && ((o && o->dw_fusion_all) || wa->K * wb->H * wb->W * 4 > l2 / 2);
 }
 

@@ -570,6 +570,44 @@ static void test_split_follows_target_caches(void **state) {
   }
 }
 
+/* each conv2d's output block by its output channels (the workload's K):
+ * the fields of a concatenation in different blocks */
+static int choose_by_k(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
+                       char *err, size_t n) {
+  (void)ctx, (void)site;
+  conv_workload w;
+  if (workload_from_key(key, &w)) return 0;
+  char text[160];
+  snprintf(text, sizeof text, "conv2d_nchwc:ic_bn=16,oc_bn=%d,ow_bn=7,oh_bn=1,unroll_kw=0,order=0,par=0", w.K == 32 ? 16 : 8);
+  return config_parse(s, text, out, err, n) ? -1 : 1;
+}
+
+/* A concatenation along the channels of blocked values runs in a block
+ * that divides every field (engine/layout.c: concat_block), each field in
+ * its own loop nest (schedules/generic.c: concat_fields): a field in that
+ * block read a vector at a time, one in larger blocks (16 → 8: %6) or
+ * smaller (8 → 16: %3 in %5) moved a vector of the smaller block at a
+ * time, an NCHW one gathered; axis -3 (C in NCHW, H in NCHW<b>c) as 1;
+ * then a pool in the blocks. And the other kinds of field: injective ones
+ * (a transpose) and a concatenation along the last axis, point by point. */
+static void test_concatenation_in_blocks(void **state) {
+  (void)state;
+  const char *text =
+      "def @main(%x: Tensor[(1, 16, 6, 7), float32], %w1: Tensor[(32, 16, 1, 1), float32], %w2: Tensor[(8, 16, 3, 3), float32],\n"
+      "          %w3: Tensor[(8, 16, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w1);\n  %1 = nn.conv2d(%x, %w2, padding=[1, 1, 1, 1]);\n  %2 = nn.conv2d(%x, %w3);\n"
+      "  %3 = concatenate((%1, %2), axis=1);\n  %4 = nn.relu(%0);\n  %5 = concatenate((%4, %3, %x, %0), axis=-3);\n"
+      "  %6 = concatenate((%1, %0), axis=1);\n  (nn.max_pool2d(%5, pool_size=[3, 3], padding=[1, 1]), %6)\n}";
+  pipeline_opts o = {.vec = engine->target.vec, .choose = choose_by_k};
+  check_against_reference_with(text, 1, &o, 1e-4);
+  check_against_reference_with(text, 2, &o, 1e-4);
+  check_against_reference("def @main(%x: Tensor[(1, 3, 4, 5), float32], %y: Tensor[(1, 3, 5, 2), float32]) {\n"
+                          "  %0 = transpose(%y, axes=[0, 1, 3, 2]);\n  %1 = sigmoid(%x);\n"
+                          "  concatenate((%1, %0, %x), axis=2)\n}", 1);
+  check_against_reference("def @main(%x: Tensor[(2, 3, 4, 5), float32], %y: Tensor[(2, 3, 4, 2), float32]) {\n"
+                          "  %0 = nn.relu(%x);\n  concatenate((%0, %y), axis=-1)\n}", 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seed_lower_and_run),
@@ -583,6 +621,7 @@ int main(void) {
       cmocka_unit_test(test_split_follows_target_caches),
       cmocka_unit_test(test_parallel_split),
       cmocka_unit_test(test_layout_transforms),
+      cmocka_unit_test(test_concatenation_in_blocks),
       cmocka_unit_test(test_winograd_without_schedule_refused),
       cmocka_unit_test(test_exp_against_libm),
       cmocka_unit_test(test_erf_tanh_relative_to_libm),

@@ -40,10 +40,24 @@ static void test_simplify_dense_over_rows(void **state) {
              "def @main(%x: Tensor[(15, 37), float32], %w: Tensor[(10, 37), float32]) {\n  nn.dense(%x, %w)\n}\n",
              simplify);
 }
+
+/* a pad of zero widths is its input; on a parameter, or with any width, it stays */
+static void test_simplify_pad_of_nothing(void **state) {
+  (void)state;
+  check_pass("def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  %0 = nn.relu(%x);\n"
+             "  %1 = nn.pad(%0, pad_width=[[0, 0], [0, 0], [0, 0], [0, 0]]);\n  nn.avg_pool2d(%1, pool_size=[2, 2])\n}\n",
+             "def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  %0 = nn.relu(%x);\n  nn.avg_pool2d(%0, pool_size=[2, 2])\n}\n",
+             simplify);
+  const char *kept[2] = {"def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  nn.pad(%x, pad_width=[[0, 0], [0, 0], [0, 0], [0, 0]])\n}\n",
+                         "def @main(%x: Tensor[(1, 4, 2, 2), float32]) {\n  %0 = nn.relu(%x);\n"
+                         "  nn.pad(%0, pad_width=[[0, 0], [0, 0], [0, 1], [0, 0]])\n}\n"};
+  for (int i = 0; i < 2; i++) check_pass(kept[i], kept[i], simplify);
+}
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_simplify_batch_norm),
       cmocka_unit_test(test_simplify_dense_over_rows),
+      cmocka_unit_test(test_simplify_pad_of_nothing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

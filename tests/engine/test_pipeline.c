@@ -265,6 +265,56 @@ static void test_pipeline_target_caches(void **state) {
   free(got[1]);
 }
 
+/* output blocks by the conv2d's output channels: 32 → NCHW16c, 8 → NCHW8c, 24 → NCHW24c */
+static int choose_blocks(void *ctx, const char *key, const struct task_space *s, const struct conv_site *site, struct sched_config *out,
+                         char *err, size_t n) {
+  (void)ctx, (void)site;
+  conv_workload w;
+  if (workload_from_key(key, &w)) return 0;
+  char text[160];
+  snprintf(text, sizeof text, "conv2d_nchwc:ic_bn=16,oc_bn=%d,ow_bn=6,oh_bn=1,unroll_kw=0,order=0,par=0", w.K == 32 ? 16 : w.K == 24 ? 24 : 8);
+  return config_parse(s, text, out, err, n) ? -1 : 1;
+}
+
+/* A concatenation along the channels takes the block of its fields that
+ * converts the fewest floats and divides them all (the first: 8, its two
+ * fields of 8 channels in blocks of 8; the second: 16, the first's 16
+ * channels in blocks of 8 converting, not the 32 in blocks of 16), and the pool after
+ * it keeps it; with no such block (32 channels in blocks of 16, 24 in one
+ * of 24) it stays NCHW */
+static void test_pipeline_concat_blocks(void **state) {
+  (void)state;
+  const char *text[2] = {
+      "def @main(%x: Tensor[(1, 16, 6, 6), float32], %w1: Tensor[(32, 16, 1, 1), float32], %w2: Tensor[(8, 16, 1, 1), float32],\n"
+      "          %w3: Tensor[(8, 16, 3, 3), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w1);\n  %1 = nn.conv2d(%x, %w2);\n  %2 = nn.conv2d(%x, %w3, padding=[1, 1, 1, 1]);\n"
+      "  %3 = concatenate((%1, %2), axis=1);\n  %4 = concatenate((%0, %3), axis=1);\n"
+      "  nn.max_pool2d(%4, pool_size=[3, 3], padding=[1, 1])\n}",
+      "def @main(%x: Tensor[(1, 16, 6, 6), float32], %w1: Tensor[(32, 16, 1, 1), float32], %w2: Tensor[(24, 16, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w1);\n  %1 = nn.conv2d(%x, %w2);\n  %2 = concatenate((%0, %1), axis=-3);\n"
+      "  nn.max_pool2d(%2, pool_size=[3, 3], padding=[1, 1])\n}"};
+  for (int k = 0; k < 2; k++) {
+    temper_graph *g = parse_ok(text[k]);
+    pipeline_opts o = {.vec = 16, .choose = choose_blocks};
+    diag d = {0};
+    assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+    char *p = print_graph(g);
+    if (k == 0) {
+      assert_non_null(strstr(p, "src_layout=\"NCHW8c\", dst_layout=\"NCHW16c\""));
+      assert_null(strstr(p, "dst_layout=\"NCHW8c\""));
+      assert_non_null(strstr(p, "layout=\"NCHW16c\")"));   /* the pool */
+      assert_non_null(strstr(p, "concatenate((%"));
+      assert_non_null(strstr(p, "axis=1)"));
+    } else {
+      assert_null(strstr(p, "layout=\"NCHW8c\")"));
+      assert_null(strstr(p, "layout=\"NCHW16c\")"));   /* the pool reads NCHW */
+      assert_non_null(strstr(p, "axis=-3)"));
+    }
+    free(p);
+    temper_graph_destroy(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_resnet_block),
@@ -273,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_join_sites),
       cmocka_unit_test(test_pipeline_sink_transposes),
       cmocka_unit_test(test_pipeline_target_caches),
+      cmocka_unit_test(test_pipeline_concat_blocks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
