@@ -110,12 +110,12 @@ static temper_status pool_blocked(prim *p, diag *d) {
   return d->status;
 }
 
-/* whether x evaluates with lanes along the last axis: elementwise ops of
+/* whether x evaluates with lanes along the last axis: elementwise and broadcast ops of
  * parameters (an injective op's index maps are scalar) */
 static int lanes_ok(const prim *p, const node *x) {
   if (x->kind == N_CONST && x->ty.shape.ndim == 0) return 1;
   if (x->kind == N_VAR) return epi_param_buf(p, x) >= 0;
-  if (x->kind != N_CALL || x->op < 0 || ops_table[x->op].pat != PAT_ELEMWISE) return 0;
+  if (x->kind != N_CALL || x->op < 0 || ops_table[x->op].pat > PAT_BROADCAST) return 0;
   for (int i = 0; i < x->n_args; i++)
     if (!lanes_ok(p, x->args[i]) || (x->args[i]->ty.shape.ndim && x->args[i]->ty.shape.ndim != x->ty.shape.ndim)) return 0;
   return 1;
@@ -131,12 +131,22 @@ static int nchw_block(const char *layout) {
   return b > 0 && !strcmp(layout, want) ? b : -1;
 }
 
+/* one field's loop nest: its innermost body, the field's value there (of
+ * `lanes` lanes along the last axis), and that point's coordinates in the
+ * concatenation */
+typedef struct field_nest {
+  lstmt *body;
+  lexpr *val;
+  lexpr *oc[TEMPER_MAX_DIMS];
+  int lanes;
+} field_nest;
+
 /* A field of a concatenation along the channel blocks of NCHW<b>c that is
  * a parameter in other channel blocks (NCHW<B>c, B a multiple or a
  * divisor of b, or NCHW): vectors of min(B, b) lanes (of b from NCHW, a
- * gather), each read and written whole. out: the output's buffer, its
- * channel blocks CBo, the field's first block `start`. 0: not such a field. */
-static int concat_relayout(prim *p, const node *a, int64_t CBo, int64_t start) {
+ * gather), each read and written whole; its first block in the
+ * concatenation `start`. 0: not such a field. */
+static int concat_relayout(prim *p, const node *a, int64_t start, field_nest *fn) {
   if (a->kind != N_CALL || a->op != OP_LAYOUT_TRANSFORM || a->args[0]->kind != N_VAR) return 0;
   const shape_t *ds = &a->ty.shape, *ss = &a->args[0]->ty.shape;
   int b = nchw_block(a->attrs->v[ATTR_DST_LAYOUT].s), B = nchw_block(a->attrs->v[ATTR_SRC_LAYOUT].s);
@@ -149,7 +159,7 @@ static int concat_relayout(prim *p, const node *a, int64_t CBo, int64_t start) {
   int64_t per = b / L;
   int vo = lf_var(f, "o");
   int64_t total = N * CB * H * W * per;
-  lstmt *lo = ls_add(f, f->body, ls_for(f, vo, lx_int(f, 0), lx_int(f, total), total > 1 ? LOOP_PARALLEL : LOOP_SERIAL));
+  fn->body = ls_add(f, f->body, ls_for(f, vo, lx_int(f, 0), lx_int(f, total), total > 1 ? LOOP_PARALLEL : LOOP_SERIAL));
   lexpr *o = lx_var(f, vo);
   lexpr *j = lx_bin(f, LO_MOD, o, lx_int(f, per));
   o = lx_bin(f, LO_DIV, o, lx_int(f, per));
@@ -160,33 +170,49 @@ static int concat_relayout(prim *p, const node *a, int64_t CBo, int64_t start) {
   lexpr *cb = lx_bin(f, LO_MOD, o, lx_int(f, CB)), *n = lx_bin(f, LO_DIV, o, lx_int(f, CB));
   lexpr *c0 = lx_add(f, lx_mul(f, cb, lx_int(f, b)), lx_mul(f, j, lx_int(f, L)));   /* the vector's first channel */
   lexpr *hw = lx_add(f, lx_mul(f, h, lx_int(f, W)), w);
-  lexpr *src;
   if (B) {
     lexpr *plane = lx_add(f, lx_mul(f, n, lx_int(f, C / B)), lx_bin(f, LO_DIV, c0, lx_int(f, B)));
     lexpr *si = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, plane, lx_int(f, H * W)), hw), lx_int(f, B)), lx_bin(f, LO_MOD, c0, lx_int(f, B)));
-    src = lx_load(f, buf, si, L, 1, NULL);
+    fn->val = lx_load(f, buf, si, L, 1, NULL);
   } else {
     lexpr *si = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, n, lx_int(f, C)), c0), lx_int(f, H * W)), hw);
-    src = lx_load(f, buf, si, L, H * W, NULL);
+    fn->val = lx_load(f, buf, si, L, H * W, NULL);
   }
-  lexpr *oplane = lx_add(f, lx_mul(f, n, lx_int(f, CBo)), lx_add(f, cb, lx_int(f, start)));
-  lexpr *di = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, oplane, lx_int(f, H * W)), hw), lx_int(f, b)), lx_mul(f, j, lx_int(f, L)));
-  ls_add(f, lo, ls_store(f, p->out_buf, di, src, 1, NULL));
+  lexpr *oc[5] = {n, lx_add(f, cb, lx_int(f, start)), h, w, lx_mul(f, j, lx_int(f, L))};
+  memcpy(fn->oc, oc, sizeof oc);
+  fn->lanes = L;
   return 1;
 }
 
-/* A concatenation (the function's value, no master op): one loop nest per
- * field over its own part of the output, so each point evaluates its
- * field alone — the generic nest's select chain evaluated every field's
- * index maps and loads at every point and did not vectorise (GoogLeNet's
- * blocked concatenations, 0.63 ms for 1.5 MB on Zen 5). A field of
- * elementwise ops on parameters is read a vector of the last axis at a
- * time (the channel block of NCHW<b>c), a parameter in other channel
- * blocks a vector of the smaller block at a time (concat_relayout);
- * others point by point along the last axis. */
-static temper_status concat_fields(prim *p, diag *d) {
+/* The concatenation a kernel's value is, directly or under elementwise
+ * ops (DenseNet's batch norm and ReLU after each of its concatenations):
+ * each op's first argument the chain, of the value's shape, its others
+ * evaluable with lanes (parameters, broadcast). NULL: none. */
+static const node *concat_under(const prim *p, const node *root) {
+  const node *x = root;
+  while (x->kind == N_CALL && x->op != OP_CONCATENATE) {
+    if (x->op < 0 || ops_table[x->op].pat > PAT_BROADCAST || x->n_args < 1 || !shape_eq(&x->args[0]->ty.shape, &root->ty.shape))
+      return NULL;
+    for (int i = 1; i < x->n_args; i++)
+      if (!lanes_ok(p, x->args[i]) || x->args[i]->ty.shape.ndim > root->ty.shape.ndim) return NULL;
+    x = x->args[0];
+  }
+  return x->kind == N_CALL && x->op == OP_CONCATENATE ? x : NULL;
+}
+
+/* A concatenation (the function's value, or under elementwise ops: no
+ * master op): one loop nest per field over its own part of the output, so
+ * each point evaluates its field alone — the generic nest's select chain
+ * evaluated every field's index maps and loads at every point and did not
+ * vectorise (GoogLeNet's blocked concatenations, 0.63 ms for 1.5 MB on
+ * Zen 5). A field of elementwise ops on parameters is read a vector of the
+ * last axis at a time (the channel block of NCHW<b>c), a parameter in other
+ * channel blocks a vector of the smaller block at a time (concat_relayout);
+ * others point by point along the last axis. The ops above the
+ * concatenation take the field's value as the master's. */
+static temper_status concat_fields(prim *p, const node *x, diag *d) {
   lfunc *f = p->f;
-  const node *x = p->fn->body;
+  const node *root = p->fn->body;
   const shape_t *os = &x->ty.shape;
   int r = os->ndim, ax = (int)x->attrs->v[ATTR_AXIS].i[0];
   if (ax < 0) ax += r;
@@ -195,35 +221,38 @@ static temper_status concat_fields(prim *p, diag *d) {
   for (int k = 0; k < x->n_args; k++) {
     const node *a = x->args[k];
     const shape_t *as = &a->ty.shape;
-    if (r == 5 && ax == 1 && concat_relayout(p, a, os->d[1], start)) {
-      start += as->d[ax];
-      continue;
+    field_nest fn;
+    if (!(r == 5 && ax == 1 && concat_relayout(p, a, start, &fn))) {
+      int64_t last = as->d[r - 1];
+      fn.lanes = ax != r - 1 && last > 1 && last <= 64 && lanes_ok(p, a) ? (int)last : 1;
+      int64_t outer = shape_numel(as) / last;
+      int vo = lf_var(f, "o");
+      fn.body = ls_add(f, f->body, ls_for(f, vo, lx_int(f, 0), lx_int(f, outer), outer > 1 ? LOOP_PARALLEL : LOOP_SERIAL));
+      lexpr *c[TEMPER_MAX_DIMS], *o = lx_var(f, vo);
+      for (int i = r - 2; i >= 0; i--) {
+        c[i] = i == 0 ? o : lx_bin(f, LO_MOD, o, lx_int(f, as->d[i]));
+        o = lx_bin(f, LO_DIV, o, lx_int(f, as->d[i]));
+      }
+      if (fn.lanes > 1) c[r - 1] = lx_int(f, 0);
+      else {
+        int vi = lf_var(f, "i");
+        fn.body = ls_add(f, fn.body, ls_for(f, vi, lx_int(f, 0), lx_int(f, last), LOOP_SERIAL));
+        c[r - 1] = lx_var(f, vi);
+      }
+      epi e = {.p = p, .lanes = fn.lanes, .lane_axis = r - 1, .d = d};
+      fn.val = epi_eval(&e, a, c);
+      for (int i = 0; i < r; i++) fn.oc[i] = i == ax ? lx_add(f, c[i], lx_int(f, start)) : c[i];
     }
-    int64_t last = as->d[r - 1];
-    int lanes = ax != r - 1 && last > 1 && last <= 64 && lanes_ok(p, a) ? (int)last : 1;
-    int64_t outer = shape_numel(as) / last;
-    int vo = lf_var(f, "o");
-    lstmt *lo = ls_add(f, f->body, ls_for(f, vo, lx_int(f, 0), lx_int(f, outer), outer > 1 ? LOOP_PARALLEL : LOOP_SERIAL));
-    lstmt *body = lo;
-    lexpr *c[TEMPER_MAX_DIMS], *o = lx_var(f, vo);
-    for (int i = r - 2; i >= 0; i--) {
-      c[i] = i == 0 ? o : lx_bin(f, LO_MOD, o, lx_int(f, as->d[i]));
-      o = lx_bin(f, LO_DIV, o, lx_int(f, as->d[i]));
+    lexpr *v = fn.val;
+    if (root != x) {   /* the ops above, at the point of the concatenation */
+      p->master = x;
+      epi e = {.p = p, .lanes = fn.lanes, .lane_axis = r - 1, .master_val = v, .d = d};
+      v = epi_eval(&e, root, fn.oc);
+      p->master = NULL;
     }
-    if (lanes > 1) c[r - 1] = lx_int(f, 0);
-    else {
-      int vi = lf_var(f, "i");
-      body = ls_add(f, lo, ls_for(f, vi, lx_int(f, 0), lx_int(f, last), LOOP_SERIAL));
-      c[r - 1] = lx_var(f, vi);
-    }
-    epi e = {.p = p, .lanes = lanes, .lane_axis = r - 1, .d = d};
-    lexpr *v = epi_eval(&e, a, c);
     lexpr *idx = lx_int(f, 0);
-    for (int i = 0; i < r; i++) {
-      lexpr *ci = i == ax ? lx_add(f, c[i], lx_int(f, start)) : c[i];
-      idx = lx_add(f, idx, lx_mul(f, ci, lx_int(f, ost[i])));
-    }
-    ls_add(f, body, ls_store(f, p->out_buf, idx, v, 1, NULL));
+    for (int i = 0; i < r; i++) idx = lx_add(f, idx, lx_mul(f, fn.oc[i], lx_int(f, ost[i])));
+    ls_add(f, fn.body, ls_store(f, p->out_buf, idx, v, 1, NULL));
     start += as->d[ax];
   }
   return d->status;
@@ -237,7 +266,8 @@ temper_status sched_generic(prim *p, diag *d) {
   if (pm && (pm->op == OP_MAX_POOL2D || pm->op == OP_AVG_POOL2D || pm->op == OP_GLOBAL_AVG_POOL2D || pm->op == OP_GLOBAL_MAX_POOL2D) && r == 5 &&
       pm->ty.shape.ndim == 5 && shape_eq(&pm->ty.shape, os) && os->d[4] <= 64)
     return pool_blocked(p, d);
-  if (!pm && r && p->fn->body->kind == N_CALL && p->fn->body->op == OP_CONCATENATE) return concat_fields(p, d);
+  const node *cat = pm || !r ? NULL : concat_under(p, p->fn->body);
+  if (cat) return concat_fields(p, cat, d);
   /* the inner loop runs along the last axis longer than 1 (a reduction's
    * [1, 3136, 96, 1] runs along the 96, not 301,056 times along a 1) */
   int ax = r - 1;

@@ -588,8 +588,9 @@ static int choose_by_k(void *ctx, const char *key, const struct task_space *s, c
  * block read a vector at a time, one in larger blocks (16 → 8: %6) or
  * smaller (8 → 16: %3 in %5) moved a vector of the smaller block at a
  * time, an NCHW one gathered; axis -3 (C in NCHW, H in NCHW<b>c) as 1;
- * then a pool in the blocks. And the other kinds of field: injective ones
- * (a transpose) and a concatenation along the last axis, point by point. */
+ * then a pool in the blocks; and elementwise ops after a concatenation,
+ * evaluated per field. And the other kinds of field: injective ones (a
+ * transpose) and a concatenation along the last axis, point by point. */
 static void test_concatenation_in_blocks(void **state) {
   (void)state;
   const char *text =
@@ -601,6 +602,17 @@ static void test_concatenation_in_blocks(void **state) {
   pipeline_opts o = {.vec = engine->target.vec, .choose = choose_by_k};
   check_against_reference_with(text, 1, &o, 1e-4);
   check_against_reference_with(text, 2, &o, 1e-4);
+  /* DenseNet's: the batch norm and ReLU after the concatenation in its kernel, per field */
+  const char *dense =
+      "def @main(%x: Tensor[(1, 16, 6, 7), float32], %w1: Tensor[(32, 16, 1, 1), float32], %w2: Tensor[(8, 16, 3, 3), float32],\n"
+      "          %w3: Tensor[(8, 16, 1, 1), float32], %s: Tensor[(64, 1, 1), float32], %t: Tensor[(64, 1, 1), float32],\n"
+      "          %w4: Tensor[(32, 64, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w1);\n  %1 = nn.conv2d(%x, %w2, padding=[1, 1, 1, 1]);\n  %2 = nn.conv2d(%x, %w3);\n"
+      "  %3 = concatenate((%1, %2), axis=1);\n  %4 = concatenate((%0, %3, %x), axis=1);\n  %5 = multiply(%4, %s);\n"
+      "  %6 = add(%5, %t);\n  %7 = nn.relu(%6);\n  nn.conv2d(%7, %w4)\n}";
+  check_against_reference_with(dense, 1, &o, 1e-4);
+  check_against_reference_with(dense, 2, &o, 1e-4);
+  check_against_reference(dense, 1);
   check_against_reference("def @main(%x: Tensor[(1, 3, 4, 5), float32], %y: Tensor[(1, 3, 5, 2), float32]) {\n"
                           "  %0 = transpose(%y, axes=[0, 1, 3, 2]);\n  %1 = sigmoid(%x);\n"
                           "  concatenate((%1, %0, %x), axis=2)\n}", 1);
