@@ -449,6 +449,10 @@ static int join_pw_dw(const conv_workload *wa, int64_t a_out, const conv_workloa
  * values a chooser also has for a config it weighs (conv_site.joins). */
 static int join_rule(const conv_workload *wa, int ta, int64_t a_out, const conv_workload *wb, int tb, int64_t b_in, int64_t b_ki,
                      const pipeline_opts *o) {
+  /* the joined templates run whole vectors of the block (a block of 58
+   * channels, 3 vectors and part of one, runs apart) */
+  int vec = o && o->vec ? o->vec : 16;
+  if (a_out > vec && a_out % vec) return 0;
   if (ta == TMPL_1X1 && tb == TMPL_DEPTHWISE) return join_pw_dw(wa, a_out, wb, b_in, o);
   if (ta != TMPL_DEPTHWISE || tb != TMPL_1X1) return 0;
   if (wb->R != 1 || wb->S != 1 || wb->sh != 1 || wb->sw != 1 || wb->pt || wb->pl || wb->pb || wb->pr || wb->G != 1) return 0;

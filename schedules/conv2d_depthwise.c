@@ -28,7 +28,7 @@ static lexpr *input(conv_ctx *c, lexpr *row, lexpr *iw, int j, int checked) {
   lfunc *f = c->f;
   lexpr *iwc = checked ? conv_clamp(c, iw, c->w.W) : iw;
   lexpr *xi = lx_add(f, lx_mul(f, lx_add(f, row, iwc), CI(c, c->ib)), CI(c, (int64_t)j * c->lanes));
-  lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, NULL);
+  lexpr *x = lx_load(f, c->xb, xi, c->lanes, 1, conv_lane_limit(c, j));   /* a block's last vector may be part of one */
   return checked ? lx_select(f, conv_in_range(c, iw, c->w.W), x, lx_flt(f, 0, c->lanes)) : x;
 }
 
@@ -37,7 +37,7 @@ static lexpr *weight(dw *k, int vr, lexpr *s, int j) {
   conv_ctx *c = k->c;
   lfunc *f = c->f;
   lexpr *wi = lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, CV(c, k->v_cb), CI(c, c->w.R)), CV(c, vr)), CI(c, c->w.S)), s), CI(c, c->ob));
-  return lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, NULL);
+  return lx_load(f, c->wb, lx_add(f, wi, CI(c, (int64_t)j * c->lanes)), c->lanes, 1, conv_lane_limit(c, j));
 }
 
 /* Row r of the kernel with its columns unrolled, walked by input column:

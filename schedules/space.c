@@ -171,6 +171,14 @@ static void channel_blocks_tail(knob *k, int64_t x, int vec) {
   int n = k->n;
   for (int64_t d = vec + 8; d <= x && d <= 64 && k->n < SPACE_MAX_CANDS; d += 8)
     if (x % d == 0 && d % vec) k->vals[k->n++] = d;
+  /* and, where none of those divides the channels (so no record holds an
+   * added candidate of this knob and the added points are new), any block
+   * of whole vectors and a part of one: ShuffleNet's 58, 116 and 232
+   * channels (2·29) had blocks of at most 2 lanes of 16; in blocks of 58
+   * three vectors and 10 lanes of a fourth are used */
+  if (k->n == n)
+    for (int64_t d = vec + 1; d <= x && d <= 64 && k->n < SPACE_MAX_CANDS; d++)
+      if (x % d == 0 && d % 8) k->vals[k->n++] = d;
   k->added = k->n - n;
 }
 
@@ -273,7 +281,7 @@ void space_build_for(const conv_workload *w, int vec, int64_t l1d, int64_t l2, t
   if (depthwise) {
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_DEPTHWISE;
-    channel_blocks(add_knob(t, K_C_BN, KNOB_SPLIT), w->C, vec);
+    channel_blocks_tail(add_knob(t, K_C_BN, KNOB_SPLIT), w->C, vec);
     tiles(add_knob(t, K_OW_BN, KNOB_SPLIT), OW);
     choice(add_knob(t, K_UNROLL_KW, KNOB_BOOL), 2);
     choice(add_knob(t, K_PAR, KNOB_CHOICE), 2);
