@@ -251,6 +251,15 @@ static void gen_pool(gen *g) {
     if ((OW - 1) * st >= x->W + pl) OW--;
   }
   int avg = kind >= 2;
+  if (avg && !ceil && chance(g, 25)) {   /* PyTorch's count_include_pad=True: a zero pad (maybe of nothing), then the pool */
+    strbuf_printf(&g->body, "  %%%d = nn.pad(%s, pad_width=[[0, 0], [0, 0], [%lld, %lld], [%lld, %lld]]);\n", id, x->name, (long long)pt,
+                  (long long)pb, (long long)pl, (long long)pr);
+    int id2 = g->next_id++;
+    strbuf_printf(&g->body, "  %%%d = nn.avg_pool2d(%%%d, pool_size=[%lld, %lld], strides=[%lld, %lld]);\n", id2, id, (long long)k, (long long)k,
+                  (long long)st, (long long)st);
+    add_val_id(g, id2, 4, x->N, x->C, OH, OW);
+    return;
+  }
   strbuf_printf(&g->body, "  %%%d = nn.%s_pool2d(%s, pool_size=[%lld, %lld], strides=[%lld, %lld], padding=[%lld, %lld, %lld, %lld]%s%s);\n",
             id, avg ? "avg" : "max", x->name, (long long)k, (long long)k, (long long)st, (long long)st, (long long)pt, (long long)pl,
             (long long)pb, (long long)pr, ceil ? ", ceil_mode=True" : "", avg && chance(g, 50) ? ", count_include_pad=True" : "");

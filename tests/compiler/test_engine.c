@@ -299,6 +299,9 @@ static const char *const op_cases[] = {
     "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]) }",
     "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], ceil_mode=True, count_include_pad=True) }",
     "def @main(%x: Tensor[(2, 10, 7, 13), float32]) {\n  %0 = nn.global_avg_pool2d(%x);\n  nn.relu(%0)\n}",
+    /* a zero pad into an average pool: the pool with that padding counted (simplify.c) */
+    "def @main(%x: Tensor[(1, 3, 13, 7), float32]) {\n  %0 = nn.relu(%x);\n"
+    "  %1 = nn.pad(%0, pad_width=[[0, 0], [0, 0], [1, 2], [2, 1]]);\n  nn.avg_pool2d(%1, pool_size=[3, 3], strides=[2, 2])\n}",
     /* elementwise, broadcasting, injective */
     "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(3, 1), float32]) {\n"
     "  %0 = add(%x, %y);\n  %1 = subtract(%0, %y);\n  %2 = multiply(%1, 2f);\n  %3 = divide(%2, %y);\n  sigmoid(%3)\n}",

@@ -53,11 +53,31 @@ static void test_simplify_pad_of_nothing(void **state) {
                          "  nn.pad(%0, pad_width=[[0, 0], [0, 0], [0, 1], [0, 0]])\n}\n"};
   for (int i = 0; i < 2; i++) check_pass(kept[i], kept[i], simplify);
 }
+
+/* an average pool of a zero pad of H and W is the pool with the padding
+ * counted; a pad of C, of another value, or a pool in ceil mode stays */
+static void test_simplify_pad_into_avg_pool(void **state) {
+  (void)state;
+  check_pass("def @main(%x: Tensor[(1, 4, 5, 6), float32]) {\n  %0 = nn.relu(%x);\n"
+             "  %1 = nn.pad(%0, pad_width=[[0, 0], [0, 0], [1, 2], [1, 0]]);\n  nn.avg_pool2d(%1, pool_size=[3, 3])\n}\n",
+             "def @main(%x: Tensor[(1, 4, 5, 6), float32]) {\n  %0 = nn.relu(%x);\n"
+             "  nn.avg_pool2d(%0, pool_size=[3, 3], padding=[1, 1, 2, 0], count_include_pad=True)\n}\n",
+             simplify);
+  const char *kept[3] = {
+      "def @main(%x: Tensor[(1, 4, 5, 6), float32]) {\n  %0 = nn.relu(%x);\n"
+      "  %1 = nn.pad(%0, pad_width=[[0, 0], [1, 0], [1, 1], [1, 1]]);\n  nn.avg_pool2d(%1, pool_size=[3, 3])\n}\n",
+      "def @main(%x: Tensor[(1, 4, 5, 6), float32]) {\n  %0 = nn.relu(%x);\n"
+      "  %1 = nn.pad(%0, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]], pad_value=1f);\n  nn.avg_pool2d(%1, pool_size=[3, 3])\n}\n",
+      "def @main(%x: Tensor[(1, 4, 5, 6), float32]) {\n  %0 = nn.relu(%x);\n"
+      "  %1 = nn.pad(%0, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);\n  nn.avg_pool2d(%1, pool_size=[3, 3], ceil_mode=True)\n}\n"};
+  for (int i = 0; i < 3; i++) check_pass(kept[i], kept[i], simplify);
+}
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_simplify_batch_norm),
       cmocka_unit_test(test_simplify_dense_over_rows),
       cmocka_unit_test(test_simplify_pad_of_nothing),
+      cmocka_unit_test(test_simplify_pad_into_avg_pool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,7 +19,7 @@ enum { FIRST_SEED = 1000 };
 /* the same seed gives the same text; every network parses and types */
 static void test_generate_deterministic_and_valid(void **state) {
   (void)state;
-  int convs = 0, grouped = 0, depthwise = 0, pools = 0, concats = 0, dense = 0, tuples = 0, strided = 0, dilated = 0, tiny = 0;
+  int convs = 0, grouped = 0, depthwise = 0, pools = 0, concats = 0, dense = 0, tuples = 0, strided = 0, dilated = 0, tiny = 0, pads = 0;
   for (uint64_t seed = 1; seed <= 400; seed++) {
     char *a = dt_generate(seed, NULL), *b = dt_generate(seed, NULL);
     assert_non_null(a);
@@ -44,6 +44,7 @@ static void test_generate_deterministic_and_valid(void **state) {
       }
       pools += x->op == OP_MAX_POOL2D || x->op == OP_AVG_POOL2D;
       concats += x->op == OP_CONCATENATE;
+      pads += x->op == OP_PAD;
       dense += x->op == OP_DENSE;
     }
     arena_free(&s);
@@ -52,11 +53,12 @@ static void test_generate_deterministic_and_valid(void **state) {
     free(b);
   }
   fprintf(stderr, "400 networks: %d conv2d (%d grouped, %d depthwise, %d strided, %d dilated, %d on a 1-wide input), %d pools, "
-          "%d concats, %d dense, %d with several outputs\n", convs, grouped, depthwise, strided, dilated, tiny, pools, concats, dense, tuples);
+          "%d concats, %d pads, %d dense, %d with several outputs\n", convs, grouped, depthwise, strided, dilated, tiny, pools, concats, pads,
+          dense, tuples);
   /* what the generator is for: each feature shows up often */
   assert_true(convs > 800);
   assert_true(grouped > 40 && depthwise > 40 && strided > 100 && dilated > 40 && tiny > 20);
-  assert_true(pools > 50 && concats > 20 && dense > 100 && tuples > 20);
+  assert_true(pools > 50 && concats > 20 && pads > 5 && dense > 100 && tuples > 20);
   char *x = dt_generate(1, NULL), *y = dt_generate(2, NULL);
   assert_string_not_equal(x, y);
   free(x);
