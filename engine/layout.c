@@ -290,8 +290,8 @@ static node *alter_conv(temper_graph *g, alter *a, node *n, node **args) {
  * concatenations of conv2d outputs stayed NCHW: each branch's conv2d wrote
  * NCHW, and the pooling and conv2d after them read NCHW or converted it
  * back — the 3×3 max pools of GoogLeNet's inception blocks ran scalar in
- * NCHW, 10 of its 20 ms on Zen 5 (bench/RESULTS.md, "Concatenation in
- * blocks"). */
+ * NCHW, 10 of its 20 ms on Zen 5 (bench/RESULTS.md, "Every network of
+ * a torchvision sample faster than ONNX Runtime untuned"). */
 static int concat_block(alter *a, const node *n, node *const *args) {
   if (n->n_args < 1 || n->n_args > 64 || n->ty.shape.ndim != 4) return 0;
   int ax = (int)n->attrs->v[ATTR_AXIS].i[0];
