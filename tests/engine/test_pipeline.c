@@ -315,6 +315,33 @@ static void test_pipeline_concat_blocks(void **state) {
   }
 }
 
+/* the depthwise → 1×1 join follows the target's L2 (pipeline_opts.l2), not
+ * this machine's: joined where the depthwise's output (294 KB here) would
+ * not stay in half of it */
+static void test_pipeline_join_follows_target_l2(void **state) {
+  (void)state;
+  const char *text =
+      "def @main(%x: Tensor[(1, 16, 28, 28), float32], %w1: Tensor[(96, 16, 1, 1), float32], %w2: Tensor[(96, 1, 3, 3), float32],\n"
+      "          %w3: Tensor[(24, 96, 1, 1), float32]) {\n"
+      "  %0 = nn.conv2d(%x, %w1);\n  %1 = nn.relu(%0);\n  %2 = nn.conv2d(%1, %w2, padding=[1, 1, 1, 1], groups=96);\n"
+      "  %3 = nn.relu(%2);\n  nn.conv2d(%3, %w3)\n}\n";
+  for (int i = 0; i < 2; i++) {
+    temper_graph *g = parse_ok(text);
+    pipeline_opts o = {.vec = 16, .l1d = 48 << 10, .l2 = i ? 4 << 20 : 256 << 10};
+    diag d = {0};
+    assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
+    char *p = print_graph(g);
+    int joined = 0;
+    for (char *q = strstr(p, "Primitive=1"); q; q = strstr(q + 1, "Primitive=1")) {
+      char *e = strstr(q + 1, "Primitive=1"), *c1 = strstr(q, "nn.conv2d("), *c2 = c1 ? strstr(c1 + 1, "nn.conv2d(") : NULL;
+      joined += c2 && (!e || c2 < e);
+    }
+    if (joined != (i == 0)) fail_msg("L2 %lld: %d joined kernels\n%s", (long long)o.l2, joined, p);
+    free(p);
+    temper_graph_destroy(g);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pipeline_resnet_block),
@@ -324,6 +351,7 @@ int main(void) {
       cmocka_unit_test(test_pipeline_sink_transposes),
       cmocka_unit_test(test_pipeline_target_caches),
       cmocka_unit_test(test_pipeline_concat_blocks),
+      cmocka_unit_test(test_pipeline_join_follows_target_l2),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
