@@ -138,7 +138,8 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
     for (int k = 0; k < nr; k++)
       if (strcmp(recs[k].measured_at, ch->measured_at) > 0 && (replaced_s <= 0 || recs[k].median_s < replaced_s)) beaten = 1;
     config_default_at(s, site->in_block, 1, &def);
-    int unmeasured_default = rec < 0 && parsed && space_index(s, &cfg) == space_index(s, &def);   /* refine measured it in the model */
+    int64_t def_idx = space_index(s, &def);
+    int unmeasured_default = rec < 0 && parsed && space_index(s, &cfg) == def_idx;   /* refine measured it in the model */
     if (beaten || tune_tmpl_version(ch->tmpl) != ch->tmpl_version || !parsed) {
       dc->stale_choices++;
       return;
@@ -147,7 +148,7 @@ static void apply_choice(db_chooser *dc, choice *c, const char *key, const struc
       cfg = def;
       c->default_moved = 1;
       for (int k = 0; k < nr && rec < 0; k++)
-        if (recs[k].config_index == space_index(s, &def)) rec = k;
+        if (recs[k].config_index == def_idx) rec = k;
     }
     *out = cfg;
     c->in_context = 1;

@@ -146,6 +146,16 @@ static int seen_choose(void *ctx, const char *key, const struct task_space *s, c
   return 0;
 }
 
+/* primitive functions of a printed graph that hold two conv2d: joined kernels */
+static int joined_kernels(const char *printed) {
+  int joined = 0;
+  for (const char *q = strstr(printed, "Primitive=1"); q; q = strstr(q + 1, "Primitive=1")) {
+    const char *e = strstr(q + 1, "Primitive=1"), *c1 = strstr(q, "nn.conv2d("), *c2 = c1 ? strstr(c1 + 1, "nn.conv2d(") : NULL;
+    joined += c2 && (!e || c2 < e);
+  }
+  return joined;
+}
+
 static void test_pipeline_join_sites(void **state) {
   (void)state;
   const char *text[2] = {
@@ -183,11 +193,7 @@ static void test_pipeline_join_sites(void **state) {
       assert_int_equal(v.other_loss[2], expanded);   /* the depthwise's output, as large */
     }
     char *p = print_graph(g);
-    int joined = 0;
-    for (char *q = strstr(p, "Primitive=1"); q; q = strstr(q + 1, "Primitive=1")) {
-      char *e = strstr(q + 1, "Primitive=1"), *c1 = strstr(q, "nn.conv2d("), *c2 = c1 ? strstr(c1 + 1, "nn.conv2d(") : NULL;
-      joined += c2 && (!e || c2 < e);
-    }
+    int joined = joined_kernels(p);
     assert_int_equal(joined, 1);
     free(p);
     temper_graph_destroy(g);
@@ -331,11 +337,7 @@ static void test_pipeline_join_follows_target_l2(void **state) {
     diag d = {0};
     assert_int_equal(pipeline_optimize_with(g, &o, &d), TEMPER_OK);
     char *p = print_graph(g);
-    int joined = 0;
-    for (char *q = strstr(p, "Primitive=1"); q; q = strstr(q + 1, "Primitive=1")) {
-      char *e = strstr(q + 1, "Primitive=1"), *c1 = strstr(q, "nn.conv2d("), *c2 = c1 ? strstr(c1 + 1, "nn.conv2d(") : NULL;
-      joined += c2 && (!e || c2 < e);
-    }
+    int joined = joined_kernels(p);
     if (joined != (i == 0)) fail_msg("L2 %lld: %d joined kernels\n%s", (long long)o.l2, joined, p);
     free(p);
     temper_graph_destroy(g);
