@@ -433,6 +433,11 @@ static LLVMValueRef gen_raw(cg *c, cgfn *F, const lexpr *e) {
     return call_intr(c, "llvm.fma", &t, 1, args, 3);
   }
   case LX_I2F: return LLVMBuildSIToFP(c->b, gen(c, F, e->a), c->f32, "");
+  case LX_SPLAT_GROUPS: {
+    LLVMValueRef a = gen(c, F, e->a), el[64];
+    for (int l = 0; l < e->lanes; l++) el[l] = LLVMConstInt(c->i32, (unsigned long long)((l / e->stride) * e->stride + e->ival), 0);
+    return LLVMBuildShuffleVector(c->b, a, LLVMGetPoison(LLVMTypeOf(a)), LLVMConstVector(el, (unsigned)e->lanes), "");
+  }
   }
   return NULL;
 }

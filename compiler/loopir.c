@@ -170,6 +170,15 @@ lexpr *lx_bcast(lfunc *f, lexpr *a, int lanes) {
   return e;
 }
 
+lexpr *lx_splat_groups(lfunc *f, lexpr *a, int group, int k) {
+  if (group == 1) return a;
+  lexpr *e = ex(f, LX_SPLAT_GROUPS, a->lanes, a->is_float);
+  e->a = a;
+  e->stride = group;
+  e->ival = k;
+  return e;
+}
+
 lexpr *lx_fma(lfunc *f, lexpr *a, lexpr *b, lexpr *c) {
   int lanes = a->lanes > b->lanes ? a->lanes : b->lanes;
   lanes = c->lanes > lanes ? c->lanes : lanes;
@@ -347,6 +356,11 @@ static void pe(pbuf *b, const lfunc *f, const lexpr *e) {
     pr(b, ")");
     break;
   case LX_I2F: pr(b, "float("); pe(b, f, e->a); pr(b, ")"); break;
+  case LX_SPLAT_GROUPS:
+    pr(b, "splat_groups%lld.%lld(", (long long)e->stride, (long long)e->ival);
+    pe(b, f, e->a);
+    pr(b, ")");
+    break;
   }
 }
 

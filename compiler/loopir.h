@@ -15,7 +15,7 @@
 #include "compiler_int.h"
 
 typedef enum lx_kind {
-  LX_INT, LX_FLT, LX_VAR, LX_SLOT, LX_BIN, LX_UN, LX_SELECT, LX_LOAD, LX_BCAST, LX_FMA, LX_I2F
+  LX_INT, LX_FLT, LX_VAR, LX_SLOT, LX_BIN, LX_UN, LX_SELECT, LX_LOAD, LX_BCAST, LX_FMA, LX_I2F, LX_SPLAT_GROUPS
 } lx_kind;
 typedef enum lx_op {
   /* int */ LO_ADD, LO_SUB, LO_MUL, LO_DIV, LO_MOD, LO_MIN, LO_MAX, LO_LT, LO_LE, LO_EQ, LO_AND, LO_OR,
@@ -103,6 +103,11 @@ lexpr *lx_select(lfunc *f, lexpr *c, lexpr *a, lexpr *b);
 lexpr *lx_load(lfunc *f, int buf, lexpr *idx, int lanes, int64_t stride, lexpr *limit);
 lexpr *lx_bcast(lfunc *f, lexpr *a, int lanes);          /* a itself if lanes == a->lanes */
 lexpr *lx_fma(lfunc *f, lexpr *a, lexpr *b, lexpr *c);   /* a*b + c */
+/* vector a's lanes in groups of `group` (dividing its lanes), each lane
+ * taking lane k of its group: lane l = a[(l / group) * group + k] (a group
+ * conv2d's block of several groups, conv2d_nchwc.c). group in stride, k in
+ * ival. */
+lexpr *lx_splat_groups(lfunc *f, lexpr *a, int group, int k);
 #define lx_add(f, a, b) lx_bin(f, LO_ADD, a, b)
 #define lx_mul(f, a, b) lx_bin(f, LO_MUL, a, b)
 

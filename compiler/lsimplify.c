@@ -277,6 +277,11 @@ static lexpr *simp_expr(simp *s, lexpr *e) {
     if (a != e->a) r = lx_bcast(f, a, e->lanes);
     break;
   }
+  case LX_SPLAT_GROUPS: {
+    lexpr *a = simp_expr(s, e->a);
+    if (a != e->a) r = lx_splat_groups(f, a, (int)e->stride, (int)e->ival);
+    break;
+  }
   case LX_FMA: {
     lexpr *a = simp_expr(s, e->a), *b = simp_expr(s, e->b), *c = simp_expr(s, e->c);
     if (a != e->a || b != e->b || c != e->c) r = lx_fma(f, a, b, c);

@@ -197,7 +197,7 @@ static int gen_conv(gen *g) {
     for (int64_t d = 2; d < C; d++)
       if (C % d == 0) ds[nd++] = (int)d;
     G = nd ? ds[rnd(g, nd)] : 1;
-    K = G * (1 + rnd(g, 4));
+    K = chance(g, 35) ? C : G * (1 + rnd(g, 4));   /* C: ResNeXt's groups, as many outputs as inputs */
   }
   if (K > 2 * g->o->max_channels) K = G;
   int64_t R, S;

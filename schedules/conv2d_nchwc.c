@@ -15,12 +15,24 @@
  *       epilogue(acc) → out[n][kb][oh][ow][0:ob]        (contiguous vector stores)
  *
  * Tiles whose window lies inside the input take a path without bounds
- * checks; border tiles select 0 for padding. unroll_kw replicates the s loop. */
+ * checks; border tiles select 0 for padding. unroll_kw replicates the s loop.
+ *
+ * Groups narrower than a vector (ResNeXt's 4 and 8 channels): a block of ob
+ * output channels may span ob/Kg groups (config_spans_groups, Cg = Kg),
+ * read in NCHW<ob>c. Lane l of an output vector reduces over its own
+ * group's Cg inputs, which lie in the same lanes of the input block's
+ * vector; for each ic of the group (unrolled):
+ *         x = X[n][kb][ih][iw][j*16 : j*16+16]          (one vector load)
+ *         acc[h][t][j] += splat_groups(x, Kg, ic) * w[j]  (lane l: x[l - l%Kg + ic])
+ * instead of blocks of Kg lanes (a quarter of a vector for Kg = 4). With s
+ * unrolled, the loads and splats of a window column are shared by every s
+ * that reads it. */
 #include "conv2d_common.h"
 
 typedef struct nchwc {
   conv_ctx *c;
   int64_t oh_bn, ow_bn, unroll_kw, order, par, CBgb;
+  int span;   /* the output block spans groups (config_spans_groups): each lane reads its own group's inputs */
   int v_n, v_kb;
 } nchwc;
 
@@ -49,6 +61,28 @@ static void body(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0, int oh
   }
   for (int h = 0; h < ohn; h++) {
     lexpr *ih = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, oh0, CI(c, h)), CI(c, w->sh)), CI(c, w->pt)), lx_mul(f, p.r, CI(c, w->dh)));
+    if (k->span) {   /* vector j of lanes over vec/Kg groups: their inputs, each lane splatted its group's input ici */
+      for (int t = 0; t < own; t++) {
+        lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, p.s, CI(c, w->dw)));
+        int col_test = e.cols;
+        if (e.cols && iw->k == LX_INT) {
+          if (iw->ival < 0 || iw->ival >= w->W) continue;
+          col_test = 0;
+        }
+        lexpr *ihc = e.rows ? conv_clamp(c, ih, w->H) : ih, *iwc = col_test ? conv_clamp(c, iw, w->W) : iw;
+        lexpr *ok = lx_int(f, 1);
+        if (e.rows) ok = conv_in_range(c, ih, w->H);
+        if (col_test) ok = lx_bin(f, LO_AND, ok, conv_in_range(c, iw, w->W));
+        for (int j = 0; j < c->nv; j++) {
+          lexpr *xi = conv_x_index(c, n, lx_add(f, icb, CI(c, (int64_t)j * c->lanes / c->ib)), CI(c, 0), ihc, iwc);
+          lexpr *x = lx_select(f, ok, lx_load(f, c->xb, xi, c->lanes, 1, NULL), lx_flt(f, 0, c->lanes));
+          x = lx_splat_groups(f, x, (int)c->Kg, (int)p.ici->ival);
+          int a = acc[(h * own + t) * c->nv + j];
+          ls_add(f, blk, ls_set(f, a, lx_fma(f, x, lx_slot(f, wslot[j]), lx_slot(f, a))));
+        }
+      }
+      continue;
+    }
     for (int t = 0; t < own; t++) {
       lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, p.s, CI(c, w->dw)));
       int col_test = e.cols;
@@ -86,17 +120,25 @@ static void window_cols(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0,
       sb = ls_add(f, blk, ls_for(f, vs, CI(c, 0), CI(c, S), LOOP_SERIAL));
       p.s = CV(c, vs);
     }
-    if (inner_ic) {   /* order 1: ic-block and ic inside the window */
-      int vb = lf_var(f, "icb"), vi = lf_var(f, "ic");
-      lstmt *lb = ls_add(f, sb, ls_for(f, vb, CI(c, 0), CI(c, k->CBgb), LOOP_SERIAL));
+    lstmt *lb = sb;
+    if (inner_ic && k->span) {   /* one ic-block (ic_bn = Cg): no loop, so that every s is one block of code */
+      ls_add(f, sb, ls_prefetch_next(f, c->pf_calls * c->w.R * S));
+      p.icb_rel = CI(c, 0);
+    } else if (inner_ic) {   /* order 1: ic-block and ic inside the window */
+      int vb = lf_var(f, "icb");
+      lb = ls_add(f, sb, ls_for(f, vb, CI(c, 0), CI(c, k->CBgb), LOOP_SERIAL));
       ls_add(f, lb, ls_prefetch_next(f, c->pf_calls * c->w.R * S * k->CBgb));
-      lstmt *li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
       p.icb_rel = CV(c, vb);
-      p.ici = CV(c, vi);
-      body(k, li, p, oh0, ow0, ohn, own, acc, e);
+    }
+    if (k->span) {   /* ic unrolled: each a constant lane of the groups' splat (the window's columns
+                      * loaded once per r and ic for every s: codegen's common subexpressions) */
+      for (int64_t ic = 0; ic < c->ib; ic++) {
+        p.ici = CI(c, ic);
+        body(k, lb, p, oh0, ow0, ohn, own, acc, e);
+      }
     } else {
       int vi = lf_var(f, "ic");
-      lstmt *li = ls_add(f, sb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
+      lstmt *li = ls_add(f, lb, ls_for(f, vi, CI(c, 0), CI(c, c->ib), LOOP_SERIAL));
       p.ici = CV(c, vi);
       body(k, li, p, oh0, ow0, ohn, own, acc, e);
     }
@@ -179,7 +221,7 @@ temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d) {
   lfunc *f = c.f;
   nchwc k = {.c = &c, .oh_bn = cfg_get(&c.space, &c.cfg, K_OH_BN), .ow_bn = cfg_get(&c.space, &c.cfg, K_OW_BN),
              .unroll_kw = cfg_get(&c.space, &c.cfg, K_UNROLL_KW), .order = cfg_get(&c.space, &c.cfg, K_ORDER),
-             .par = cfg_get(&c.space, &c.cfg, K_PAR), .CBgb = c.Cg / c.ib};
+             .par = cfg_get(&c.space, &c.cfg, K_PAR), .CBgb = c.Cg / c.ib, .span = config_spans_groups(&c.space, &c.cfg)};
   int64_t OHT = (c.OH + k.oh_bn - 1) / k.oh_bn, full = c.OH / k.oh_bn, rem = c.OH % k.oh_bn;
   c.pf_calls = c.w.N * c.KB * OHT * ((c.OW + k.ow_bn - 1) / k.ow_bn);   /* register tiles in the kernel */
   k.v_n = lf_var(f, "n");

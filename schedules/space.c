@@ -38,8 +38,13 @@ int conv_split_rows(const task_space *s) {
   return in * 4 >= wt;
 }
 
+int config_spans_groups(const task_space *s, const sched_config *c) {
+  return c->tmpl == TMPL_NCHWC && s->w.G > 1 && cfg_get(s, c, K_OC_BN) > s->w.K / s->w.G;
+}
+
 int config_reads_block(const task_space *s, const sched_config *c, int64_t blk) {
   if (c->tmpl == TMPL_DEPTHWISE) return blk == cfg_get(s, c, K_C_BN);
+  if (config_spans_groups(s, c)) return blk > 0 && blk % cfg_get(s, c, K_OC_BN) == 0;   /* a block's lanes within one stored block */
   int64_t ib = cfg_get(s, c, K_IC_BN);
   if (c->tmpl == TMPL_WINOGRAD) return blk > 0 && (blk % ib == 0 || ib % blk == 0);
   return blk == 0 || (blk % ib == 0 && (blk == ib || s->w.G == 1));
@@ -51,7 +56,7 @@ void config_layouts(const task_space *s, const sched_config *c, int64_t producer
   out->ob = out->out_blk = cfg_get(s, c, depthwise ? K_C_BN : K_OC_BN);
   out->ki = depthwise ? 1 : ib;
   out->tile = c->tmpl == TMPL_WINOGRAD ? cfg_get(s, c, K_TILE) : 0;
-  out->in_blk = producer_blk >= 0 && config_reads_block(s, c, producer_blk) ? producer_blk : ib;
+  out->in_blk = producer_blk >= 0 && config_reads_block(s, c, producer_blk) ? producer_blk : config_spans_groups(s, c) ? out->ob : ib;
 }
 
 static void blocked(char *buf, size_t n, const char *base, int64_t b, char sub) {
@@ -240,7 +245,18 @@ void space_build_for(const conv_workload *w, int vec, int64_t l1d, int64_t l2, t
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_NCHWC;
     divisors(add_knob(t, K_IC_BN, KNOB_SPLIT), Cg, 64, 1);
-    channel_blocks_tail(add_knob(t, K_OC_BN, KNOB_SPLIT), Kg, vec, 1);
+    knob *ko = add_knob(t, K_OC_BN, KNOB_SPLIT);
+    channel_blocks_tail(ko, Kg, vec, 1);
+    /* groups narrower than a vector (Cg = Kg dividing it, ResNeXt's 4 and
+     * 8): blocks of whole vectors spanning several groups
+     * (config_spans_groups), added after records existed — only where the
+     * knob had no added candidates, so no record's index moves */
+    if (w->G > 1 && Cg == Kg && Kg < vec && vec % Kg == 0 && !ko->added) {
+      int n = ko->n;
+      for (int64_t d = vec; d <= w->K && d <= 64 && ko->n < SPACE_MAX_CANDS; d += vec)
+        if (w->K % d == 0) ko->vals[ko->n++] = d;
+      ko->added = ko->n - n;
+    }
     tiles(add_knob(t, K_OW_BN, KNOB_SPLIT), OW);
     tiles(add_knob(t, K_OH_BN, KNOB_SPLIT), OH < 4 ? OH : 4);
     choice(add_knob(t, K_UNROLL_KW, KNOB_BOOL), 2);
@@ -373,6 +389,7 @@ int space_valid(const task_space *s, const sched_config *c) {
   switch (c->tmpl) {
   case TMPL_NCHWC: {
     int64_t ob = cfg_get(s, c, K_OC_BN);
+    if (config_spans_groups(s, c) && cfg_get(s, c, K_IC_BN) != s->w.C / s->w.G) return 0;   /* a group's inputs at once */
     return vectors_of(ob, vec) * cfg_get(s, c, K_OW_BN) * cfg_get(s, c, K_OH_BN) <= regs;
   }
   case TMPL_1X1: {
@@ -548,6 +565,23 @@ static void default_nchwc(const task_space *s, const tmpl_space *t, sched_config
   const conv_workload *w = &s->w;
   int64_t OH = workload_out(w, 2), OW = workload_out(w, 3);
   const knob *ko = knob_of(t, K_OC_BN), *kw = knob_of(t, K_OW_BN), *kh = knob_of(t, K_OH_BN), *ki = knob_of(t, K_IC_BN);
+  if (w->G > 1 && w->K / w->G < s->vec && knob_pos(ko, s->vec) >= 0) {
+    /* groups narrower than a vector: one vector spanning vec/Kg groups
+     * (config_spans_groups), a tile of 3 rows × 2 columns. Each FMA takes
+     * its own input vector (a load and a lane splat, shared only by the s
+     * of a window column), so the tile buys no reuse of broadcasts, and
+     * the measured optimum is small: ResNeXt-50's 3×3 layers on Zen 5 ran
+     * 172–188 / 136–144 / 125–130 GFLOP/s (4-channel groups at 56×56,
+     * 8-channel at 28×28, 8-channel stride 2) in tiles of 6–12
+     * accumulators, against 49 / 88–100 / 77 in blocks of one group
+     * (bench/RESULTS.md, "Groups narrower than a vector") */
+    set_knob(t, c, K_OC_BN, s->vec);
+    set_knob(t, c, K_IC_BN, w->C / w->G);
+    set_knob(t, c, K_OW_BN, 2);
+    set_knob(t, c, K_OH_BN, 3);
+    set_knob(t, c, K_UNROLL_KW, w->S <= 3);
+    return;
+  }
   tile_cost tc = cost_of(s);
   double wbytes = 4.0 * (double)w->K * (double)(w->C / w->G) * (double)(w->R * w->S), xbytes = 4.0 * (double)(w->N * w->C * w->H * w->W);
   int rows = conv_split_rows(s);

@@ -139,6 +139,11 @@ int config_splits_rows(const task_space *s, const struct sched_config *c);
  * ic_bn divides (it reads a part of each block); for Winograd, any block
  * that divides ic_bn or that ic_bn divides */
 int config_reads_block(const task_space *s, const struct sched_config *c, int64_t blk);
+/* 1 when c is a direct config whose output block spans several groups of a
+ * grouped conv2d (oc_bn a multiple of the vector, groups of Cg = Kg
+ * channels narrower than it): it reads its input in NCHW<b>c for any b
+ * that oc_bn divides, its weights in OIHW<Cg>i<oc_bn>o (ic_bn = Cg) */
+int config_spans_groups(const task_space *s, const struct sched_config *c);
 /* The layouts a conv2d takes with config c — one function for the layout
  * pass, the tuner's measured kernel and the build's chooser, so what is
  * measured is what is built. producer_blk: the channel block its input is

@@ -40,6 +40,9 @@ static const shape_case cases[] = {
     {"c10_k20_w13_dil2", 10, 13, 13, 20, 3, 3, 1, 1, 2, 2, 2, 2, 2, 1},
     {"c16_k32_asym_pad", 16, 9, 13, 32, 3, 5, 1, 1, 0, 1, 2, 3, 1, 1},
     {"c32_k48_groups2", 32, 14, 14, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2},
+    /* groups narrower than a vector (ResNeXt's 4 and 8 channels): blocks spanning groups among the configs */
+    {"g4_c64_w13", 64, 13, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 16},
+    {"g8_c64_w14_s2", 64, 14, 14, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 8},
     {"depthwise_c32", 32, 14, 13, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 32},
     {"depthwise_c48_s2", 48, 13, 13, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 48},
     {"1x1_c24_k48_w7", 24, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
@@ -577,6 +580,74 @@ static void test_reads_producer_blocks(void **state) {
   }
 }
 
+/* Groups narrower than a vector (ResNeXt's): blocks of whole vectors
+ * spanning several groups are added candidates of oc_bn (the records'
+ * blocks of one group keep their indices), valid with ic_bn = Cg only,
+ * the default where they exist, reading any producer block they divide;
+ * not offered where Cg ≠ Kg. Against the reference: 4-channel groups
+ * (stride 1, the producer's blocks of 32 read as they are, and of 16
+ * transformed for blocks of 32), 8-channel groups at stride 2 with asymmetric padding,
+ * 2-channel groups, both loop orders, at one and two threads. */
+static void test_group_spanning_blocks(void **state) {
+  (void)state;
+  char err[512];
+  conv_workload w = {1, 128, 14, 14, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32};
+  task_space sp;
+  space_build(&w, 16, &sp);
+  const tmpl_space *t = space_tmpl(&sp, TMPL_NCHWC);
+  sched_config c;
+  assert_int_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=4,oc_bn=4,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
+  assert_true(space_index(&sp, &c) >= t->offset && space_index(&sp, &c) < t->offset + t->base);
+  assert_false(config_spans_groups(&sp, &c));
+  assert_int_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=4,oc_bn=16,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
+  assert_true(space_index(&sp, &c) >= t->ext_offset);
+  assert_true(config_spans_groups(&sp, &c) && space_valid(&sp, &c));
+  assert_true(config_reads_block(&sp, &c, 16) && config_reads_block(&sp, &c, 32) && config_reads_block(&sp, &c, 128));
+  assert_false(config_reads_block(&sp, &c, 8) || config_reads_block(&sp, &c, 0) || config_reads_block(&sp, &c, 24));
+  c.v[0] = 2;   /* ic_bn (the first knob): a spanning block reduces over whole groups */
+  assert_true(space_index(&sp, &c) >= 0 && !space_valid(&sp, &c));
+  config_default(&sp, &c);
+  assert_true(c.tmpl == TMPL_NCHWC && config_spans_groups(&sp, &c) && cfg_get(&sp, &c, K_OC_BN) == 16 && cfg_get(&sp, &c, K_IC_BN) == 4);
+  conv_layouts l;
+  config_layouts(&sp, &c, 8, &l);
+  assert_true(l.in_blk == 16 && l.ki == 4 && l.ob == 16);
+  config_layouts(&sp, &c, 64, &l);
+  assert_int_equal(l.in_blk, 64);
+  conv_workload uneven = {1, 64, 14, 14, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16};   /* Cg 4, Kg 8 */
+  space_build(&uneven, 16, &sp);
+  assert_int_not_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=4,oc_bn=16,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
+  if (engine->target.vec < 16) skip();
+  static const struct { int G, s, pt, pl, pb, pr; const char *pre, *cfg; int transforms; } cases[] = {
+      {32, 1, 1, 1, 1, 1, "conv2d_1x1:ic_bn=16,oc_bn=32,m_bn=6,unroll_ic=0,loop=1",
+       "conv2d_nchwc:ic_bn=4,oc_bn=16,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", 1},
+      {32, 1, 1, 1, 1, 1, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=6,unroll_ic=0,loop=1",
+       "conv2d_nchwc:ic_bn=4,oc_bn=32,ow_bn=3,oh_bn=2,unroll_kw=0,order=1,par=1", 2},
+      {16, 2, 0, 1, 2, 1, "conv2d_1x1:ic_bn=16,oc_bn=64,m_bn=4,unroll_ic=1,loop=0",
+       "conv2d_nchwc:ic_bn=8,oc_bn=16,ow_bn=4,oh_bn=1,unroll_kw=1,order=1,par=0", 1},
+      {64, 1, 2, 0, 0, 2, "conv2d_1x1:ic_bn=16,oc_bn=16,m_bn=6,unroll_ic=0,loop=1",
+       "conv2d_nchwc:ic_bn=2,oc_bn=64,ow_bn=2,oh_bn=2,unroll_kw=1,order=0,par=1", 2},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (part >= 0 && (int)(i % 2) != part) continue;
+    conv_workload wa = {1, 64, 14, 14, 128, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+    conv_workload wb = {1, 128, 14, 14, 128, 3, 3, cases[i].s, cases[i].s, cases[i].pt, cases[i].pl, cases[i].pb, cases[i].pr, 1, 1, cases[i].G};
+    task_space sb;
+    fixed2 fx;
+    fix_two(&fx, i, &wa, cases[i].pre, &wb, cases[i].cfg, &sb);
+    assert_true(config_spans_groups(&sb, &fx.b.cfg) && space_valid(&sb, &fx.b.cfg));
+    pipeline_opts o = {.vec = engine->target.vec, .choose = choose_two, .ctx = &fx};
+    char text[1024];
+    snprintf(text, sizeof text,
+             "def @main(%%x: Tensor[(1, 64, 14, 14), float32], %%w1: Tensor[(128, 64, 1, 1), float32], %%w2: Tensor[(128, %d, 3, 3), float32], "
+             "%%b: Tensor[(128, 1, 1), float32]) {\n"
+             "  %%0 = nn.conv2d(%%x, %%w1);\n  %%1 = nn.relu(%%0);\n"
+             "  %%2 = nn.conv2d(%%1, %%w2, strides=[%d, %d], padding=[%d, %d, %d, %d], groups=%d);\n  %%3 = add(%%2, %%b);\n  nn.relu(%%3)\n}\n",
+             128 / cases[i].G, cases[i].s, cases[i].s, cases[i].pt, cases[i].pl, cases[i].pb, cases[i].pr, cases[i].G);
+    assert_int_equal(count_transforms(text, &o), cases[i].transforms);
+    for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, 1e-4);
+  }
+}
+
 /* functions of the optimized program holding two conv2d (a depthwise
  * joined with the 1×1 it feeds) */
 static int count_joined(const char *text, const pipeline_opts *o) {
@@ -722,6 +793,7 @@ int main(int argc, char **argv) {
                                      cmocka_unit_test(test_partial_vector_blocks_match_reference),
       cmocka_unit_test(test_any_tail_blocks),
                                      cmocka_unit_test(test_reads_producer_blocks),
+                                     cmocka_unit_test(test_group_spanning_blocks),
                                      cmocka_unit_test(test_dw_into_1x1_matches_reference),
                                      cmocka_unit_test(test_1x1_into_dw_matches_reference),
                                      cmocka_unit_test(test_random_configs_match_reference)};
