@@ -197,7 +197,13 @@ static int gen_conv(gen *g) {
     for (int64_t d = 2; d < C; d++)
       if (C % d == 0) ds[nd++] = (int)d;
     G = nd ? ds[rnd(g, nd)] : 1;
-    K = chance(g, 35) ? C : G * (1 + rnd(g, 4));   /* C: ResNeXt's groups, as many outputs as inputs */
+    K = G * (1 + rnd(g, 4));
+    if (chance(g, 35)) {   /* ResNeXt's groups: as many outputs as inputs, often 2, 4 or 8 channels each */
+      static const int narrow[] = {2, 4, 8};
+      int64_t cg = pick_of(g, narrow, 3);
+      if (C % cg == 0 && C > cg && chance(g, 70)) G = C / cg;
+      K = C;
+    }
   }
   if (K > 2 * g->o->max_channels) K = G;
   int64_t R, S;
