@@ -392,16 +392,21 @@ static void gen_nhwc_or_se(gen *g) {
     param(g, b, sizeof b, "b", t, shape);
     strbuf_printf(&g->body, "  %%%d = transpose(%s, axes=[0, 2, 3, 1]);\n", t, x->name);
     strbuf_printf(&g->body, "  %%%d = add(%%%d, %s);\n", t + 1, t, b);
-    if (chance(g, 50)) {   /* GELU through erf, the value used twice */
-      strbuf_printf(&g->body, "  %%%d = erf(%%%d);\n", t + 2, t + 1);
-      strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %%%d);\n", t + 3, t + 1, t + 2);
+    int last = t + 3;
+    if (chance(g, 50)) {   /* GELU as PyTorch exports it: x · 0.5 · (1 + erf(x / √2)), the value used twice */
+      strbuf_printf(&g->body, "  %%%d = divide(%%%d, 1.41421354f);\n", t + 2, t + 1);
+      strbuf_printf(&g->body, "  %%%d = erf(%%%d);\n", t + 3, t + 2);
+      strbuf_printf(&g->body, "  %%%d = add(%%%d, 1f);\n", t + 4, t + 3);
+      strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %%%d);\n", t + 5, t + 1, t + 4);
+      strbuf_printf(&g->body, "  %%%d = multiply(%%%d, 0.5f);\n", t + 6, t + 5);
+      last = t + 6;
     } else {
       strbuf_printf(&g->body, "  %%%d = sigmoid(%%%d);\n", t + 2, t + 1);
       strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %%%d);\n", t + 3, t + 2, t + 1);
     }
-    strbuf_printf(&g->body, "  %%%d = transpose(%%%d, axes=[0, 3, 1, 2]);\n", t + 4, t + 3);
-    g->next_id = t + 5;
-    add_val_id(g, t + 4, 4, N, C, H, W);
+    strbuf_printf(&g->body, "  %%%d = transpose(%%%d, axes=[0, 3, 1, 2]);\n", last + 1, last);
+    g->next_id = last + 2;
+    add_val_id(g, last + 1, 4, N, C, H, W);
     return;
   }
   if (k == 1) {
