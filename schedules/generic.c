@@ -34,6 +34,25 @@ static lexpr *pool_value(prim *p, lstmt *body, lexpr *const *c, int lanes) {
   int64_t dh = global ? 1 : a->v[ATTR_DILATION].i[0], dw = global ? 1 : a->v[ATTR_DILATION].i[1];
   int include_pad = !global && a->v[ATTR_COUNT_INCLUDE_PAD].i[0];
   int buf = epi_param_buf(p, m->args[0]);
+  int64_t HW = H * W, vec = f->vec;
+  if (global && !is_max && lanes == 1 && cb == 1 && vec > 1 && HW >= vec) {
+    /* a global average in NCHW: the plane is one run of H·W floats, summed
+     * a vector at a time (then across its lanes, and the tail) — the
+     * scalar chain's latency bound made ConvNeXt's layer norms, a mean over
+     * 96–768 channels per pixel, run at 9 GB/s (bench/RESULTS.md, "GELU") */
+    lexpr *base = lx_mul(f, lx_add(f, lx_mul(f, c[0], lx_int(f, xs->d[1])), c[1]), lx_int(f, HW));
+    int vacc = lf_slot(f, (int)vec), sacc = lf_slot(f, 1), vi = lf_var(f, "v");
+    ls_add(f, body, ls_decl(f, vacc, lx_flt(f, 0, (int)vec)));
+    lstmt *lv = ls_add(f, body, ls_for(f, vi, lx_int(f, 0), lx_int(f, HW / vec), LOOP_SERIAL));
+    ls_add(f, lv, ls_set(f, vacc, lx_bin(f, LO_FADD, lx_slot(f, vacc), lx_load(f, buf, lx_add(f, base, lx_mul(f, lx_var(f, vi), lx_int(f, vec))), (int)vec, 1, NULL))));
+    ls_add(f, body, ls_decl(f, sacc, lx_un(f, LO_HSUM, lx_slot(f, vacc))));
+    if (HW % vec) {
+      int vt = lf_var(f, "t");
+      lstmt *lt = ls_add(f, body, ls_for(f, vt, lx_int(f, HW / vec * vec), lx_int(f, HW % vec), LOOP_SERIAL));
+      ls_add(f, lt, ls_set(f, sacc, lx_bin(f, LO_FADD, lx_slot(f, sacc), lx_load(f, buf, lx_add(f, base, lx_var(f, vt)), 1, 1, NULL))));
+    }
+    return lx_bin(f, LO_FMUL, lx_slot(f, sacc), lx_flt(f, 1.0 / (double)HW, 1));
+  }
   int acc = lf_slot(f, lanes), cnt = lf_slot(f, 1);
   ls_add(f, body, ls_decl(f, acc, lx_flt(f, is_max ? -INFINITY : 0, lanes)));
   ls_add(f, body, ls_decl(f, cnt, lx_flt(f, 0, 1)));

@@ -299,12 +299,19 @@ static const char *const op_cases[] = {
     "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.avg_pool2d(%x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1]) }",
     "def @main(%x: Tensor[(1, 3, 13, 7), float32]) { nn.avg_pool2d(%x, pool_size=[3, 2], strides=[2, 2], padding=[1, 1], ceil_mode=True, count_include_pad=True) }",
     "def @main(%x: Tensor[(2, 10, 7, 13), float32]) {\n  %0 = nn.global_avg_pool2d(%x);\n  nn.relu(%0)\n}",
+    /* a global average in NCHW, a vector at a time: whole vectors (ConvNeXt's layer-norm mean over 96
+     * channels per pixel), a plane below one vector (the scalar reduction) */
+    "def @main(%x: Tensor[(1, 40, 96, 1), float32]) {\n  %0 = nn.global_avg_pool2d(%x);\n  %1 = reshape(%0, newshape=[1, 40, 1]);\n"
+    "  %2 = reshape(%x, newshape=[1, 40, 96]);\n  subtract(%2, %1)\n}",
+    "def @main(%x: Tensor[(2, 3, 2, 3), float32]) { nn.global_avg_pool2d(%x) }",
     /* a zero pad into an average pool: the pool with that padding counted (simplify.c) */
     "def @main(%x: Tensor[(1, 3, 13, 7), float32]) {\n  %0 = nn.relu(%x);\n"
     "  %1 = nn.pad(%0, pad_width=[[0, 0], [0, 0], [1, 2], [2, 1]]);\n  nn.avg_pool2d(%1, pool_size=[3, 3], strides=[2, 2])\n}",
     /* elementwise, broadcasting, injective */
     "def @main(%x: Tensor[(2, 3, 4), float32], %y: Tensor[(3, 1), float32]) {\n"
     "  %0 = add(%x, %y);\n  %1 = subtract(%0, %y);\n  %2 = multiply(%1, 2f);\n  %3 = divide(%2, %y);\n  sigmoid(%3)\n}",
+    /* by a constant: times its reciprocal */
+    "def @main(%x: Tensor[(2, 3, 4), float32]) {\n  %0 = divide(%x, 1.41421354f);\n  %1 = erf(%0);\n  divide(%1, 3f)\n}",
     "def @main(%x: Tensor[(2, 3, 4, 5), float32]) {\n  %0 = nn.relu(%x);\n  %1 = nn.batch_flatten(%0);\n  reshape(%1, newshape=[0, 5, -1])\n}",
     "def @main(%x: Tensor[(1, 3, 4, 5), float32], %y: Tensor[(1, 2, 4, 5), float32]) {\n"
     "  %0 = nn.relu(%x);\n  concatenate((%0, %y, %x), axis=1)\n}",
@@ -586,7 +593,9 @@ static int choose_by_k(void *ctx, const char *key, const struct task_space *s, c
   conv_workload w;
   if (workload_from_key(key, &w)) return 0;
   char text[160];
-  snprintf(text, sizeof text, "conv2d_nchwc:ic_bn=16,oc_bn=%d,ow_bn=7,oh_bn=1,unroll_kw=0,order=0,par=0", w.K == 32 ? 16 : 8);
+  /* 7 columns of two 8-float vectors would pass AVX2's 12 accumulators: 5 there */
+  snprintf(text, sizeof text, "conv2d_nchwc:ic_bn=16,oc_bn=%d,ow_bn=%d,oh_bn=1,unroll_kw=0,order=0,par=0", w.K == 32 ? 16 : 8,
+           s->vec < 16 ? 5 : 7);
   return config_parse(s, text, out, err, n) ? -1 : 1;
 }
 
