@@ -388,6 +388,19 @@ static void test_partial_vector_blocks_match_reference(void **state) {
 }
 
 
+/* parses config text in sp into *c and checks where its index lies: among
+ * the template's points that existed before candidates were added (added
+ * 0), or after every template's (added 1) */
+static void expect_region(const task_space *sp, conv_tmpl tm, const char *text, int added, sched_config *c) {
+  char err[512];
+  const tmpl_space *t = space_tmpl(sp, tm);
+  assert_non_null(t);
+  if (config_parse(sp, text, c, err, sizeof err)) fail_msg("%s: %s", text, err);
+  int64_t i = space_index(sp, c);
+  if (added) assert_true(i >= t->ext_offset);
+  else assert_true(i >= t->offset && i < t->offset + t->base);
+}
+
 /* A second generation of blocks ending in part of a vector, any size
  * above a vector, only where none of the first (multiples of 8) divides
  * the channels, so no record holds an added candidate of that knob: 58 =
@@ -402,12 +415,9 @@ static void test_any_tail_blocks(void **state) {
   conv_workload w58 = {1, 58, 28, 28, 58, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
   task_space sp;
   space_build(&w58, 16, &sp);
-  const tmpl_space *t = space_tmpl(&sp, TMPL_1X1);
   sched_config c;
-  assert_int_equal(config_parse(&sp, "conv2d_1x1:ic_bn=2,oc_bn=2,m_bn=14,unroll_ic=0,loop=1", &c, err, sizeof err), 0);
-  assert_true(space_index(&sp, &c) >= t->offset && space_index(&sp, &c) < t->offset + t->base);
-  assert_int_equal(config_parse(&sp, "conv2d_1x1:ic_bn=2,oc_bn=58,m_bn=6,unroll_ic=0,loop=1", &c, err, sizeof err), 0);
-  assert_true(space_index(&sp, &c) >= t->ext_offset);
+  expect_region(&sp, TMPL_1X1, "conv2d_1x1:ic_bn=2,oc_bn=2,m_bn=14,unroll_ic=0,loop=1", 0, &c);
+  expect_region(&sp, TMPL_1X1, "conv2d_1x1:ic_bn=2,oc_bn=58,m_bn=6,unroll_ic=0,loop=1", 1, &c);
   assert_int_equal(config_parse(&sp, "conv2d_1x1:ic_bn=2,oc_bn=29,m_bn=6,unroll_ic=0,loop=1", &c, err, sizeof err), 0);
   conv_workload w40 = {1, 16, 14, 14, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
   space_build(&w40, 16, &sp);
@@ -594,13 +604,10 @@ static void test_group_spanning_blocks(void **state) {
   conv_workload w = {1, 128, 14, 14, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32};
   task_space sp;
   space_build(&w, 16, &sp);
-  const tmpl_space *t = space_tmpl(&sp, TMPL_NCHWC);
   sched_config c;
-  assert_int_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=4,oc_bn=4,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
-  assert_true(space_index(&sp, &c) >= t->offset && space_index(&sp, &c) < t->offset + t->base);
+  expect_region(&sp, TMPL_NCHWC, "conv2d_nchwc:ic_bn=4,oc_bn=4,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", 0, &c);
   assert_false(config_spans_groups(&sp, &c));
-  assert_int_equal(config_parse(&sp, "conv2d_nchwc:ic_bn=4,oc_bn=16,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", &c, err, sizeof err), 0);
-  assert_true(space_index(&sp, &c) >= t->ext_offset);
+  expect_region(&sp, TMPL_NCHWC, "conv2d_nchwc:ic_bn=4,oc_bn=16,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0", 1, &c);
   assert_true(config_spans_groups(&sp, &c) && space_valid(&sp, &c));
   assert_true(config_reads_block(&sp, &c, 16) && config_reads_block(&sp, &c, 32) && config_reads_block(&sp, &c, 128));
   assert_false(config_reads_block(&sp, &c, 8) || config_reads_block(&sp, &c, 0) || config_reads_block(&sp, &c, 24));

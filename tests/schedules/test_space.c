@@ -307,8 +307,40 @@ static void test_host_caches(void **state) {
   assert_true(l2 >= 128 << 10 && l2 <= 1LL << 30);
 }
 
+/* The 1×1 and direct defaults take an input block that reads the
+ * producer's blocks as they are, where theirs does not and one at least
+ * half as long does: RegNetY's 120 channels in blocks of 24 (ic_bn 15 → 12,
+ * 1×1 and 3×3); blocks of 5 would leave only 5 (kept at 15); a block the
+ * default reads already (ResNet's 256 in blocks of 64) changes nothing;
+ * nor does no producer block. */
+static void test_default_reads_producer_block(void **state) {
+  (void)state;
+  conv_workload one = {1, 120, 28, 28, 120, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  conv_workload three = {1, 120, 28, 28, 120, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  conv_workload res = {1, 256, 56, 56, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1};
+  task_space sp;
+  sched_config c, plain;
+  space_build_for(&one, 16, 48 << 10, 1 << 20, &sp);
+  config_default_at(&sp, -1, 1, &plain);
+  assert_int_equal(cfg_get(&sp, &plain, K_IC_BN), 15);
+  config_default_at(&sp, 24, 1, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_IC_BN), 12);
+  assert_true(config_reads_block(&sp, &c, 24) && space_valid(&sp, &c));
+  config_default_at(&sp, 5, 1, &c);
+  assert_int_equal(cfg_get(&sp, &c, K_IC_BN), 15);
+  space_build_for(&three, 16, 48 << 10, 1 << 20, &sp);
+  config_default_at(&sp, 24, 0, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  assert_true(config_reads_block(&sp, &c, 24));
+  space_build_for(&res, 16, 48 << 10, 1 << 20, &sp);
+  config_default_at(&sp, -1, 1, &plain);
+  config_default_at(&sp, 64, 1, &c);
+  assert_memory_equal(&c, &plain, sizeof c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys_round_trip_and_refuse), cmocka_unit_test(test_knobs_and_layouts),
-                                     cmocka_unit_test(test_defaults_fit_the_machine), cmocka_unit_test(test_host_caches)};
+                                     cmocka_unit_test(test_defaults_fit_the_machine), cmocka_unit_test(test_host_caches),
+                                     cmocka_unit_test(test_default_reads_producer_block)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
