@@ -61,28 +61,6 @@ static void body(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0, int oh
   }
   for (int h = 0; h < ohn; h++) {
     lexpr *ih = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, oh0, CI(c, h)), CI(c, w->sh)), CI(c, w->pt)), lx_mul(f, p.r, CI(c, w->dh)));
-    if (k->span) {   /* vector j of lanes over vec/Kg groups: their inputs, each lane splatted its group's input ici */
-      for (int t = 0; t < own; t++) {
-        lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, p.s, CI(c, w->dw)));
-        int col_test = e.cols;
-        if (e.cols && iw->k == LX_INT) {
-          if (iw->ival < 0 || iw->ival >= w->W) continue;
-          col_test = 0;
-        }
-        lexpr *ihc = e.rows ? conv_clamp(c, ih, w->H) : ih, *iwc = col_test ? conv_clamp(c, iw, w->W) : iw;
-        lexpr *ok = lx_int(f, 1);
-        if (e.rows) ok = conv_in_range(c, ih, w->H);
-        if (col_test) ok = lx_bin(f, LO_AND, ok, conv_in_range(c, iw, w->W));
-        for (int j = 0; j < c->nv; j++) {
-          lexpr *xi = conv_x_index(c, n, lx_add(f, icb, CI(c, (int64_t)j * c->lanes / c->ib)), CI(c, 0), ihc, iwc);
-          lexpr *x = lx_select(f, ok, lx_load(f, c->xb, xi, c->lanes, 1, NULL), lx_flt(f, 0, c->lanes));
-          x = lx_splat_groups(f, x, (int)c->Kg, (int)p.ici->ival);
-          int a = acc[(h * own + t) * c->nv + j];
-          ls_add(f, blk, ls_set(f, a, lx_fma(f, x, lx_slot(f, wslot[j]), lx_slot(f, a))));
-        }
-      }
-      continue;
-    }
     for (int t = 0; t < own; t++) {
       lexpr *iw = lx_add(f, lx_bin(f, LO_SUB, lx_mul(f, lx_add(f, ow0, CI(c, t)), CI(c, w->sw)), CI(c, w->pl)), lx_mul(f, p.s, CI(c, w->dw)));
       int col_test = e.cols;
@@ -91,12 +69,20 @@ static void body(nchwc *k, lstmt *blk, red_pos p, lexpr *oh0, lexpr *ow0, int oh
         col_test = 0;
       }
       lexpr *ihc = e.rows ? conv_clamp(c, ih, w->H) : ih, *iwc = col_test ? conv_clamp(c, iw, w->W) : iw;
-      lexpr *xi = conv_x_index(c, n, icb, p.ici, ihc, iwc);
-      lexpr *x = lx_load(f, c->xb, xi, 1, 1, NULL);
       lexpr *ok = lx_int(f, 1);
       if (e.rows) ok = conv_in_range(c, ih, w->H);
       if (col_test) ok = lx_bin(f, LO_AND, ok, conv_in_range(c, iw, w->W));
-      x = lx_select(f, ok, x, lx_flt(f, 0, 1));
+      if (k->span) {   /* vector j's lanes over lanes/Kg groups: their inputs, each lane splatted its group's input ici */
+        for (int j = 0; j < c->nv; j++) {
+          lexpr *xi = conv_x_index(c, n, lx_add(f, icb, CI(c, (int64_t)j * c->lanes / c->ib)), CI(c, 0), ihc, iwc);
+          lexpr *x = lx_select(f, ok, lx_load(f, c->xb, xi, c->lanes, 1, NULL), lx_flt(f, 0, c->lanes));
+          x = lx_splat_groups(f, x, (int)c->Kg, (int)p.ici->ival);
+          int a = acc[(h * own + t) * c->nv + j];
+          ls_add(f, blk, ls_set(f, a, lx_fma(f, x, lx_slot(f, wslot[j]), lx_slot(f, a))));
+        }
+        continue;
+      }
+      lexpr *x = lx_select(f, ok, lx_load(f, c->xb, conv_x_index(c, n, icb, p.ici, ihc, iwc), 1, 1, NULL), lx_flt(f, 0, 1));
       int xs = lf_slot(f, 1);
       ls_add(f, blk, ls_decl(f, xs, x));
       for (int j = 0; j < c->nv; j++) {
