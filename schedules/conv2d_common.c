@@ -31,7 +31,8 @@ temper_status conv_ctx_init(conv_ctx *c, prim *p, int vec, diag *d) {
   if (!c->ib || !c->ob || layout_block(a->v[ATTR_KERNEL_LAYOUT].s, 'o') != c->ob ||
       (c->x_nchw && c->cfg.tmpl == TMPL_DEPTHWISE) || (c->ob % (c->ob < vec ? c->ob : vec) && c->cfg.tmpl != TMPL_NCHWC && c->cfg.tmpl != TMPL_1X1 && c->cfg.tmpl != TMPL_DEPTHWISE) ||
       (c->cfg.tmpl == TMPL_WINOGRAD) != (m->op == OP_CONV2D_WINOGRAD) || (c->x_nchw && c->cfg.tmpl == TMPL_WINOGRAD) ||
-      (!c->x_nchw && c->sb != c->ib && !config_reads_block(&c->space, &c->cfg, c->sb)) || c->w.C % c->ib || c->w.C % c->sb)
+      (!c->x_nchw && c->sb != c->ib && !config_reads_block(&c->space, &c->cfg, c->sb)) || c->w.C % c->ib || c->w.C % c->sb ||
+      (config_spans_groups(&c->space, &c->cfg) && (c->x_nchw || c->sb % c->ob)))   /* a spanning block loads its lanes from one stored block */
     return diag_fail(d, TEMPER_EINTERNAL, "conv2d: the layouts (%s, %s, %s) do not match the schedule %s", a->v[ATTR_DATA_LAYOUT].s,
                      a->v[ATTR_KERNEL_LAYOUT].s, a->v[ATTR_OUT_LAYOUT].s, a->v[ATTR_SCHEDULE].s);
   c->CB = c->w.C / c->ib;

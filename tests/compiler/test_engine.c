@@ -167,8 +167,9 @@ static void test_two_complex_ops_refused(void **state) {
 }
 
 /* a direct conv2d cannot read channel blocks smaller than its ic_bn as they
- * are (config_reads_block): a layout pass never makes one, and a hand-written
- * one is refused with the layouts and the schedule named, not miscompiled */
+ * are (config_reads_block), nor one whose block spans groups NCHW: a layout
+ * pass never makes one, and a hand-written one is refused with the layouts
+ * and the schedule named, not miscompiled */
 static void test_unreadable_input_block_refused(void **state) {
   (void)state;
   lower_refused(
@@ -179,6 +180,15 @@ static void test_unreadable_input_block_refused(void **state) {
       "  };\n"
       "  %0(%x, %w)\n}\n",
       TEMPER_EINTERNAL, "the layouts (NCHW16c, OIHW32i16o, NCHW16c) do not match the schedule");
+  /* a block spanning groups loads its lanes from one stored block: not from NCHW */
+  lower_refused(
+      "def @main(%x: Tensor[(1, 32, 8, 8), float32], %w: Tensor[(2, 1, 3, 3, 4, 16), float32]) {\n"
+      "  %0 = fn (%p0: Tensor[(1, 32, 8, 8), float32], %p1: Tensor[(2, 1, 3, 3, 4, 16), float32], Primitive=1) {\n"
+      "    nn.conv2d(%p0, %p1, padding=[1, 1], groups=8, channels=32, kernel_layout=\"OIHW4i16o\", out_layout=\"NCHW16c\",\n"
+      "              schedule=\"conv2d_nchwc:ic_bn=4,oc_bn=16,ow_bn=2,oh_bn=3,unroll_kw=1,order=0,par=0\")\n"
+      "  };\n"
+      "  %0(%x, %w)\n}\n",
+      TEMPER_EINTERNAL, "the layouts (NCHW, OIHW4i16o, NCHW16c) do not match the schedule");
 }
 
 /* an engine for a target wider than the host is refused by name; one for
