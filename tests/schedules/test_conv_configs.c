@@ -40,9 +40,9 @@ static const shape_case cases[] = {
     {"c10_k20_w13_dil2", 10, 13, 13, 20, 3, 3, 1, 1, 2, 2, 2, 2, 2, 1},
     {"c16_k32_asym_pad", 16, 9, 13, 32, 3, 5, 1, 1, 0, 1, 2, 3, 1, 1},
     {"c32_k48_groups2", 32, 14, 14, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 2},
-    /* groups narrower than a vector (ResNeXt's 4 and 8 channels): blocks spanning groups among the configs */
+    /* groups narrower than a vector (ResNeXt's 4 channels): blocks spanning groups among the configs (8-channel
+     * groups at stride 2: test_group_spanning_blocks; one case here for the suite's time) */
     {"g4_c64_w13", 64, 13, 13, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 16},
-    {"g8_c64_w14_s2", 64, 14, 14, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 8},
     {"depthwise_c32", 32, 14, 13, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 32},
     {"depthwise_c48_s2", 48, 13, 13, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 48},
     {"1x1_c24_k48_w7", 24, 7, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1},
