@@ -1,5 +1,6 @@
 /* epilogue.c: dispatch to a template, and the fused ops evaluated at an
  * output point (in registers, vectorised along one axis when lanes > 1). */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -268,9 +269,11 @@ lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord) {
     lexpr *b = eval_arg(e, x, x->args[1], coord);
     /* by a constant: times its reciprocal (one rounding more, at most an
      * ulp; a division is 5–16 FMAs' time, and GELU divides every output by
-     * √2) */
-    if (x->op == OP_DIVIDE && b->k == LX_FLT && b->fval != 0 && isfinite(1 / b->fval))
-      return lx_bin(f, LO_FMUL, a, lx_flt(f, 1 / b->fval, b->lanes));
+     * √2) — where the reciprocal is a normal float: by a subnormal divisor
+     * it would be ∞ (0 · ∞ is NaN where 0 / c is 0), by one above 1/FLT_MIN
+     * subnormal (digits lost) */
+    double r = b->k == LX_FLT && b->fval != 0 ? 1 / b->fval : 0;
+    if (x->op == OP_DIVIDE && fabs(r) >= FLT_MIN && fabs(r) <= FLT_MAX) return lx_bin(f, LO_FMUL, a, lx_flt(f, r, b->lanes));
     return lx_bin(f, fop[x->op], a, b);
   }
   }

@@ -389,6 +389,30 @@ static void test_layout_transforms(void **state) {
   }
 }
 
+/* a division by a constant is a multiplication by its reciprocal only where
+ * that is a normal float: by 3 a product; by a subnormal (its reciprocal
+ * past FLT_MAX: 0 · ∞ would be NaN where 0 / c is 0) and by 1e38 (its
+ * reciprocal subnormal) still a division */
+static void test_divide_by_constant(void **state) {
+  (void)state;
+  const char *divisor[3] = {"3f", "1e-39f", "1e+38f"};
+  const char *want[3] = {"* 0.333333f", "/ 1e-39f", "/ 1e+38f"};
+  for (int i = 0; i < 3; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "def @main(%%x: Tensor[(1, 40), float32]) { divide(%%x, %s) }\n", divisor[i]);
+    temper_graph *g = parse_ok(text);
+    diag d = {0};
+    assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+    lfunc *f = NULL;
+    assert_int_equal(engine_lower_one(g->main->body->callee, &avx512, "k", &f, &d), TEMPER_OK);
+    char *loops = lf_print(f);
+    if (!strstr(loops, want[i])) fail_msg("divide by %s: no \"%s\" in\n%s", divisor[i], want[i], loops);
+    free(loops);
+    lf_free(f);
+    temper_graph_destroy(g);
+  }
+}
+
 /* a Winograd conv written by hand has no schedule to lower with: refused by name */
 static void test_winograd_without_schedule_refused(void **state) {
   (void)state;
@@ -664,6 +688,7 @@ int main(void) {
       cmocka_unit_test(test_winograd_without_schedule_refused),
       cmocka_unit_test(test_exp_against_libm),
       cmocka_unit_test(test_erf_tanh_relative_to_libm),
+      cmocka_unit_test(test_divide_by_constant),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
