@@ -164,6 +164,7 @@ typedef struct attrs {
   X(DIVIDE, "divide", PAT_BROADCAST, 2, 2, 0)                                           \
   X(PRELU, "nn.prelu", PAT_BROADCAST, 2, 2, 0)                                          \
   X(BATCH_NORM, "nn.batch_norm", PAT_OPAQUE, 5, 5, A(AXIS) | A(EPSILON) | A(CENTER) | A(SCALE)) \
+  X(LAYER_NORM, "nn.layer_norm", PAT_OUT_EWISE, 1, 3, A(AXIS) | A(EPSILON) | A(CENTER) | A(SCALE) | A(LAYOUT)) \
   X(DROPOUT, "nn.dropout", PAT_OPAQUE, 1, 1, A(RATE))                                   \
   X(BATCH_FLATTEN, "nn.batch_flatten", PAT_INJECTIVE, 1, 1, 0)                          \
   X(RESHAPE, "reshape", PAT_INJECTIVE, 1, 1, A(NEWSHAPE))                               \

@@ -616,7 +616,9 @@ static temper_status power(imp *m) {
 }
 
 /* LayerNormalization (opset 17) in the ops it stands for: the mean and
- * variance over the axes from `axis` on */
+ * variance over the axes from `axis` on — the decomposition opset 13's
+ * exporters write, which simplify makes one nn.layer_norm where it is
+ * over the last axis alone */
 static temper_status layer_norm(imp *m) {
   node *x, *sc, *bias = NULL, *mu, *d, *var, *y;
   TRY(input(m, 0, &x));

@@ -60,7 +60,7 @@ void ops_default_attrs(int op, attrs_t *a) {
   set_str(a, ATTR_LAYOUT, "NCHW");
   switch (op) {
   case OP_BIAS_ADD: case OP_BATCH_NORM: a->v[ATTR_AXIS].i[0] = 1; break;
-  case OP_SOFTMAX: a->v[ATTR_AXIS].i[0] = -1; break;
+  case OP_SOFTMAX: case OP_LAYER_NORM: a->v[ATTR_AXIS].i[0] = -1; break;
   case OP_CONV2D_WINOGRAD: set_str(a, ATTR_KERNEL_LAYOUT, "HWIO"); break;
   case OP_HARD_SIGMOID: a->v[ATTR_ALPHA].f = 0.2, a->v[ATTR_BETA].f = 0.5; break;   /* ONNX's defaults */
   case OP_LEAKY_RELU: a->v[ATTR_ALPHA].f = 0.01; break;

@@ -231,6 +231,50 @@ static temper_status ref_pool(const node *n, const float *x, float *y) {
   return TEMPER_OK;
 }
 
+/* layer norm over one axis of a plain tensor: rows of len values, stride
+ * inner; the mean and variance in double, two passes */
+static void layer_norm_plain(const float *x, float *y, int64_t outer, int64_t len, int64_t inner, double eps, const float *g,
+                             const float *b) {
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t i = 0; i < inner; i++) {
+      const float *xr = x + o * len * inner + i;
+      float *yr = y + o * len * inner + i;
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < len; j++) mean += xr[j * inner];
+      mean /= (double)len;
+      for (int64_t j = 0; j < len; j++) var += (xr[j * inner] - mean) * (xr[j * inner] - mean);
+      double rstd = 1 / sqrt(var / (double)len + eps);
+      for (int64_t j = 0; j < len; j++) yr[j * inner] = (float)((xr[j * inner] - mean) * rstd * (g ? g[j] : 1) + (b ? b[j] : 0));
+    }
+}
+
+static temper_status ref_layer_norm(const node *n, const float *const *in, float *y) {
+  const shape_t *xs = &n->args[0]->ty.shape;
+  const attrs_t *a = n->attrs;
+  int ax = (int)(a->v[ATTR_AXIS].i[0] < 0 ? a->v[ATTR_AXIS].i[0] + xs->ndim : a->v[ATTR_AXIS].i[0]);
+  double eps = a->v[ATTR_EPSILON].f;
+  const float *g = n->n_args == 3 && a->v[ATTR_SCALE].i[0] ? in[1] : NULL, *b = n->n_args == 3 && a->v[ATTR_CENTER].i[0] ? in[2] : NULL;
+  int blk = layout_block(a->v[ATTR_LAYOUT].s, 'c');
+  if (!blk) {
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < ax; i++) outer *= xs->d[i];
+    for (int i = ax + 1; i < xs->ndim; i++) inner *= xs->d[i];
+    layer_norm_plain(in[0], y, outer, xs->d[ax], inner, eps, g, b);
+    return TEMPER_OK;
+  }
+  /* NCHW<b>c: over the channels, in NCHW and back */
+  int64_t N = xs->d[0], C = xs->d[1] * blk, H = xs->d[2], W = xs->d[3], cnt = N * C * H * W;
+  float *xp = malloc(sizeof(float) * (size_t)cnt), *yp = malloc(sizeof(float) * (size_t)cnt);
+  if (!xp || !yp) { free(xp); free(yp); return TEMPER_ENOMEM; }
+  int64_t dims[4] = {N, C, H, W};
+  ref_relayout(in[0], a->v[ATTR_LAYOUT].s, xp, "NCHW", "NCHW", dims);
+  layer_norm_plain(xp, yp, N, C, H * W, eps, NULL, NULL);
+  ref_relayout(yp, "NCHW", y, a->v[ATTR_LAYOUT].s, "NCHW", dims);
+  free(xp);
+  free(yp);
+  return TEMPER_OK;
+}
+
 static float ref_unary(int op, const attrs_t *a, float v) {
   switch (op) {
   case OP_RELU: return v > 0 ? v : 0;
@@ -313,6 +357,9 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
     }
     break;
   }
+  case OP_LAYER_NORM:
+    if (ref_layer_norm(n, in, y)) return diag_fail(d, TEMPER_ENOMEM, "reference: out of memory for the layer norm's copies in NCHW");
+    break;
   case OP_BATCH_NORM: {
     const shape_t *xs = &n->args[0]->ty.shape;
     int ax = (int)(a->v[ATTR_AXIS].i[0] < 0 ? a->v[ATTR_AXIS].i[0] + xs->ndim : a->v[ATTR_AXIS].i[0]);

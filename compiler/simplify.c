@@ -14,6 +14,7 @@
  * the templates and the tuning every conv2d gets; the two transposes are
  * copies (a few percent of the multiply); dense's own schedule is a dot
  * product per output, right for one row and slow for thousands. */
+#include <math.h>
 #include <string.h>
 #include "compiler_int.h"
 
@@ -103,6 +104,80 @@ static node *dense_as_conv(temper_graph *g, const node *n, node **args) {
   return transposed(g, reshaped(g, c, 2, (int64_t[]){N, M}));
 }
 
+/* nn.layer_norm(x, γ, β) as the core op on x and the affine ops after it,
+ * which fuse into its epilogue and sink with it (sink.c) */
+static node *layer_norm_affine(temper_graph *g, const node *n, node **args) {
+  const attrs_t *at = n->attrs;
+  int ndim = n->ty.shape.ndim;
+  int axis = (int)(at->v[ATTR_AXIS].i[0] < 0 ? at->v[ATTR_AXIS].i[0] + ndim : at->v[ATTR_AXIS].i[0]);
+  node *y = ir_call(g, OP_LAYER_NORM, 1, args, at);
+  if (!y) return NULL;
+  y->loc = n->loc;
+  if (at->v[ATTR_SCALE].i[0]) {
+    node *sc = expand_to_axis(g, args[1], axis, ndim);
+    y = sc ? call2(g, OP_MULTIPLY, y, sc) : NULL;
+  }
+  if (y && at->v[ATTR_CENTER].i[0]) {
+    node *sh = expand_to_axis(g, args[2], axis, ndim);
+    y = sh ? call2(g, OP_ADD, y, sh) : NULL;
+  }
+  return y;
+}
+
+/* x where v is the mean of x over its last axis, kept — as the importer
+ * makes ReduceMean(axes=[-1]): reshape(global_avg_pool2d(reshape(x, [1,
+ * rows, n, 1])), x's shape with a last axis of 1); else NULL */
+static const node *mean_of_last(const node *v) {
+  if (v->kind != N_CALL || v->op != OP_RESHAPE) return NULL;
+  const node *p = v->args[0];
+  if (p->kind != N_CALL || p->op != OP_GLOBAL_AVG_POOL2D || strcmp(p->attrs->v[ATTR_LAYOUT].s, "NCHW")) return NULL;
+  const node *r = p->args[0];
+  if (r->kind != N_CALL || r->op != OP_RESHAPE) return NULL;
+  const node *x = r->args[0];
+  const shape_t *xs = &x->ty.shape, *rs = &r->ty.shape, *vs = &v->ty.shape;
+  if (x->ty.kind != TY_TENSOR || xs->ndim < 1 || rs->ndim != 4 || vs->ndim != xs->ndim) return NULL;
+  int64_t rows = shape_numel(xs) / (xs->d[xs->ndim - 1] ? xs->d[xs->ndim - 1] : 1);
+  if (rs->d[0] != 1 || rs->d[1] != rows || rs->d[2] != xs->d[xs->ndim - 1] || rs->d[3] != 1) return NULL;
+  for (int i = 0; i < xs->ndim; i++)
+    if (vs->d[i] != (i == xs->ndim - 1 ? 1 : xs->d[i])) return NULL;
+  return x;
+}
+
+/* the value of a one-element float constant in *v */
+static int scalar_const(const node *c, float *v) {
+  if (c->kind != N_CONST || shape_numel(&c->ty.shape) != 1 || !c->data) return 0;
+  *v = c->data[0];
+  return 1;
+}
+
+/* A layer norm over the last axis as ONNX's opset-13 export writes it
+ * (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div; the importer's own
+ * LayerNormalization is the same ops):
+ *   d = x − mean(x);  d / sqrt(mean(d · d) + ε)   →   nn.layer_norm(x, axis=-1, epsilon=ε)
+ * One op, which sinks through ConvNeXt's permutes (sink.c) and runs over
+ * the channels of a blocked tensor in one kernel; as seven ops it was a
+ * transpose, two reductions and four elementwise kernels per block. */
+static node *layer_norm_of(temper_graph *g, const node *n, node **args) {
+  const node *dv = args[0], *sq = args[1];
+  if (dv->kind != N_CALL || dv->op != OP_SUBTRACT || sq->kind != N_CALL || sq->op != OP_SQRT) return NULL;
+  const node *x = dv->args[0];
+  if (mean_of_last(dv->args[1]) != x || !shape_eq(&x->ty.shape, &n->ty.shape)) return NULL;
+  const node *e = sq->args[0];
+  float eps;
+  if (e->kind != N_CALL || e->op != OP_ADD) return NULL;
+  const node *var = scalar_const(e->args[1], &eps) ? e->args[0] : scalar_const(e->args[0], &eps) ? e->args[1] : NULL;
+  const node *dd = var ? mean_of_last(var) : NULL;
+  if (!dd || dd->kind != N_CALL || dd->op != OP_MULTIPLY || dd->args[0] != dv || dd->args[1] != dv || !(eps >= 0) || isinf(eps))
+    return NULL;
+  node *xa = (node *)x;
+  node *y = ir_call(g, OP_LAYER_NORM, 1, &xa, NULL);
+  if (!y) return NULL;
+  y->loc = n->loc;
+  y->attrs->v[ATTR_AXIS].i[0] = x->ty.shape.ndim - 1;
+  y->attrs->v[ATTR_EPSILON].f = eps;
+  return y;
+}
+
 static node *simplify_node(temper_graph *g, node *n, node **args, void *ctx, diag *d) {
   (void)ctx;
   (void)d;
@@ -142,6 +217,11 @@ static node *simplify_node(temper_graph *g, node *n, node **args, void *ctx, dia
       c->attrs->v[ATTR_COUNT_INCLUDE_PAD].i[0] = 1;
       return c;
     }
+  }
+  if (n->kind == N_CALL && n->op == OP_LAYER_NORM && n->n_args == 3) return layer_norm_affine(g, n, args);
+  if (n->kind == N_CALL && n->op == OP_DIVIDE && n->ty.kind == TY_TENSOR) {
+    node *ln = layer_norm_of(g, n, args);
+    if (ln) return ln;
   }
   if (n->kind == N_CALL && n->op == OP_DENSE && n->ty.kind == TY_TENSOR && n->args[0]->ty.shape.ndim == 2 &&
       n->args[0]->ty.shape.d[0] >= DENSE_AS_CONV_ROWS)

@@ -4,7 +4,7 @@
  *     →  f(x, transpose(c₁, p⁻¹), transpose(c₂, p⁻¹), …)
  *
  * where f is a region of elementwise ops (unary, or add / subtract /
- * multiply / divide) whose only data input is transpose(x, p), whose other
+ * multiply / divide, or a layer norm, whose axis the transpose renames) whose only data input is transpose(x, p), whose other
  * operands are constants broadcast against it, and whose values are used
  * nowhere else. Models written for NHWC do this around every linear layer
  * (ConvNeXt: permute, Linear, GELU, Linear, permute back); the importer makes
@@ -28,6 +28,8 @@ typedef struct sink {
 static int is_elementwise(const node *n) {
   if (n->kind != N_CALL || n->op < 0) return 0;
   if (ops_table[n->op].pat == PAT_ELEMWISE && ops_table[n->op].max_args == 1) return 1;
+  /* a layer norm over an axis moves with the transposes, its axis renamed */
+  if (n->op == OP_LAYER_NORM) return n->n_args == 1 && !strcmp(n->attrs->v[ATTR_LAYOUT].s, "NCHW");
   return n->op == OP_ADD || n->op == OP_SUBTRACT || n->op == OP_MULTIPLY || n->op == OP_DIVIDE;
 }
 
@@ -113,6 +115,10 @@ static node *rebuild(temper_graph *g, sink *sk, const region *rg, node **done, c
   }
   node *c = ir_call(g, v->op, v->n_args, args, v->attrs);
   if (c) c->loc = v->loc;
+  if (c && v->op == OP_LAYER_NORM) {   /* axis a of transpose(x, p) is axis p[a] of x */
+    int64_t ax = v->attrs->v[ATTR_AXIS].i[0];
+    c->attrs->v[ATTR_AXIS].i[0] = p[ax < 0 ? ax + r : ax];
+  }
   return done[k] = c;
 }
 

@@ -319,6 +319,27 @@ static temper_status infer_op(diag *d, node *n) {
     TRY(want_tensor(d, n, 1, -1));
     TRY(broadcast(d, n, &n->args[0]->ty.shape, &n->args[1]->ty.shape, &o));
     break;
+  case OP_LAYER_NORM: {
+    /* over one axis; in NCHW<b>c (the layout pass's) over the channels,
+     * axes 1 and 4, axis=1; γ and β (both or neither) of that axis's length */
+    TRY(want_tensor(d, n, 0, -1));
+    o = n->args[0]->ty.shape;
+    int ax = norm_axis(a->v[ATTR_AXIS].i[0], o.ndim);
+    if (ax < 0 || ax >= o.ndim) return diag_error(d, n->loc, "nn.layer_norm: axis %lld out of range", (long long)a->v[ATTR_AXIS].i[0]);
+    const char *l = a->v[ATTR_LAYOUT].s;
+    if (strcmp(l, "NCHW") && (o.ndim != 5 || ax != 1 || layout_block(l, 'c') != o.d[4]))
+      return diag_error(d, n->loc, "nn.layer_norm: layout %s needs a 5-d input in its blocks and axis=1", l);
+    if (n->n_args == 2) return diag_error(d, n->loc, "nn.layer_norm: takes the data alone or with both gamma and beta");
+    if (n->n_args == 3 && strcmp(l, "NCHW")) return diag_error(d, n->loc, "nn.layer_norm: gamma and beta only in layout NCHW");
+    for (int i = 1; i < n->n_args; i++) {
+      TRY(want_tensor(d, n, i, 1));
+      if (n->args[i]->ty.shape.d[0] != o.d[ax])
+        return diag_error(d, n->loc, "nn.layer_norm: argument %d has %lld elements, axis %d has %lld", i + 1,
+                          (long long)n->args[i]->ty.shape.d[0], ax, (long long)o.d[ax]);
+    }
+    if (!(a->v[ATTR_EPSILON].f >= 0)) return diag_error(d, n->loc, "nn.layer_norm: epsilon must be at least 0");
+    break;
+  }
   case OP_BATCH_NORM: {
     TRY(want_tensor(d, n, 0, -1));
     const shape_t *x = &n->args[0]->ty.shape;

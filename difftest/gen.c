@@ -9,6 +9,7 @@
  *                                                             └─ head: global pool → flatten → dense → softmax
  *   and the layers of newer networks: channel shuffles and slices, NHWC
  *   permutes around a bias and GELU or SiLU, a linear layer on every pixel,
+ *   a layer norm over the channels (ConvNeXt's, as ONNX writes it),
  *   squeeze-excite; a depthwise conv2d often followed by a 1×1 (MobileNet's
  *   project) and often after one (its expand), which the build may fuse with it
  *
@@ -380,12 +381,52 @@ static void gen_shuffle_or_slice(gen *g) {
  * layer on every pixel, as a dense over N·H·W rows (a 1×1 conv2d once there
  * are 16 of them); or squeeze-excite with the scale first in the multiply,
  * as PyTorch exports it */
+/* ConvNeXt's layer norm: over NHWC's last axis between permutes, as ONNX's
+ * opset 13 writes it (ReduceMean as the importer makes it: reshape, global
+ * average, reshape; then Sub, Pow, ReduceMean, Add, Sqrt, Div, γ, β); or
+ * Relay's nn.layer_norm over NCHW's channels */
+static void gen_layer_norm(gen *g, val *x) {
+  char gm[48], bt[48], shape[64];
+  int64_t N = x->N, C = x->C, H = x->H, W = x->W, M = N * H * W;
+  int t = g->next_id;
+  snprintf(shape, sizeof shape, "(%lld)", (long long)C);
+  param(g, gm, sizeof gm, "g", t, shape);
+  param(g, bt, sizeof bt, "b", t, shape);
+  if (chance(g, 30)) {
+    strbuf_printf(&g->body, "  %%%d = nn.layer_norm(%s, %s, %s, axis=1, epsilon=%s);\n", t, x->name, gm, bt, chance(g, 50) ? "1e-05f" : "0.001f");
+    g->next_id = t + 1;
+    add_val_id(g, t, 4, N, C, H, W);
+    return;
+  }
+  strbuf_printf(&g->body, "  %%%d = transpose(%s, axes=[0, 2, 3, 1]);\n", t, x->name);
+  for (int k = 0; k < 2; k++) {   /* the mean of x, then of the squared deviation */
+    int src = k ? t + 5 : t, at = t + 1 + 5 * k;
+    if (k) strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %%%d);\n", t + 5, t + 4, t + 4);
+    strbuf_printf(&g->body, "  %%%d = reshape(%%%d, newshape=[1, %lld, %lld, 1]);\n", at, src, (long long)M, (long long)C);
+    strbuf_printf(&g->body, "  %%%d = nn.global_avg_pool2d(%%%d);\n", at + 1, at);
+    strbuf_printf(&g->body, "  %%%d = reshape(%%%d, newshape=[%lld, %lld, %lld, 1]);\n", at + 2, at + 1, (long long)N, (long long)H,
+                  (long long)W);
+    if (!k) strbuf_printf(&g->body, "  %%%d = subtract(%%%d, %%%d);\n", t + 4, t, t + 3);
+  }
+  strbuf_printf(&g->body, "  %%%d = add(%%%d, 1e-06f);\n  %%%d = sqrt(%%%d);\n", t + 9, t + 8, t + 10, t + 9);
+  strbuf_printf(&g->body, "  %%%d = divide(%%%d, %%%d);\n", t + 11, t + 4, t + 10);
+  strbuf_printf(&g->body, "  %%%d = multiply(%%%d, %s);\n  %%%d = add(%%%d, %s);\n", t + 12, t + 11, gm, t + 13, t + 12, bt);
+  strbuf_printf(&g->body, "  %%%d = transpose(%%%d, axes=[0, 3, 1, 2]);\n", t + 14, t + 13);
+  g->next_id = t + 15;
+  add_val_id(g, t + 14, 4, N, C, H, W);
+}
+
 static void gen_nhwc_or_se(gen *g) {
   val *x = pick4(g);
   x->used = 1;
   char b[48], w[48];
   int64_t N = x->N, C = x->C, H = x->H, W = x->W;
-  int k = rnd(g, 3), t = g->next_id++;
+  int k = rnd(g, 4);
+  if (k == 3) {
+    gen_layer_norm(g, x);
+    return;
+  }
+  int t = g->next_id++;
   if (k == 0) {
     char shape[64];
     snprintf(shape, sizeof shape, "(%lld)", (long long)C);

@@ -366,6 +366,17 @@ static node *alter_node(temper_graph *g, node *n, node **args, void *vctx, diag 
       return set_blk(a, c, b) ? NULL : c;
     }
   }
+  /* a layer norm over the channels (ConvNeXt's) in its producer's blocks,
+   * each a vector of the schedule's (schedules/layer_norm.c) */
+  if (n->kind == N_CALL && n->op == OP_LAYER_NORM && n->n_args == 1 && b0 && b0 <= 64 && n->ty.shape.ndim == 4 &&
+      (n->attrs->v[ATTR_AXIS].i[0] == 1 || n->attrs->v[ATTR_AXIS].i[0] == -3) && !strcmp(n->attrs->v[ATTR_LAYOUT].s, "NCHW")) {
+    node *c = ir_call(g, n->op, 1, args, n->attrs);
+    if (!c) return NULL;
+    c->loc = n->loc;
+    c->attrs->v[ATTR_AXIS].i[0] = 1;
+    layout_name(c->attrs->v[ATTR_LAYOUT].s, sizeof c->attrs->v[0].s, "NCHW", b0, 'c');
+    return set_blk(a, c, b0) ? NULL : c;
+  }
   if (n->kind == N_CALL && (n->op == OP_MAX_POOL2D || n->op == OP_AVG_POOL2D || n->op == OP_GLOBAL_AVG_POOL2D || n->op == OP_GLOBAL_MAX_POOL2D) && b0 &&
       !strcmp(n->attrs->v[ATTR_LAYOUT].s, "NCHW")) {
     node *c = ir_call(g, n->op, 1, args, n->attrs);

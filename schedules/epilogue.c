@@ -381,6 +381,7 @@ temper_status sched_lower_as(const node *fn, const cg_target *t, const sched_con
   else if (m && m->op == OP_CONV2D_WINOGRAD) s = diag_error(d, m->loc, "%s needs a conv2d_winograd schedule", ir_op_name(m));
   else if (m && m->op == OP_DENSE) s = sched_dense(&p, vec, d);
   else if (m && m->op == OP_SOFTMAX) s = sched_softmax(&p, d);
+  else if (m && m->op == OP_LAYER_NORM) s = sched_layer_norm(&p, d);
   else if (!m && pick == SCHED_BEST && sched_is_layout_copy(fn)) s = sched_layout_copy(&p, vec, d);
   else s = sched_generic(&p, d);
   if (s == TEMPER_OK) lf_simplify(p.f);

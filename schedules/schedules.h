@@ -81,5 +81,6 @@ int sched_is_layout_copy(const node *fn);
 temper_status sched_layout_copy(prim *p, int vec, diag *d);
 temper_status sched_dense(prim *p, int vec, diag *d);
 temper_status sched_softmax(prim *p, diag *d);
+temper_status sched_layer_norm(prim *p, diag *d);   /* over one axis, or the channels of NCHW<b>c */
 temper_status sched_generic(prim *p, diag *d);   /* elementwise, injective, pools, any conv2d */
 #endif

@@ -328,6 +328,25 @@ static const char *const op_cases[] = {
     "def @main(%x: Tensor[(3, 17), float32]) { nn.softmax(%x) }",
     "def @main(%x: Tensor[(1, 3, 5, 4), float32]) {\n  %0 = nn.relu(%x);\n  nn.pad(%0, pad_width=[[0, 0], [1, 0], [2, 1], [0, 3]], pad_value=0.5f)\n}",
     "def @main(%x: Tensor[(2, 5, 3, 3), float32]) { nn.softmax(%x, axis=1) }",
+    /* layer norm: ConvNeXt's, as ONNX's opset 13 writes it, between two conv2d in NHWC permutes (one
+     * nn.layer_norm, sunk to the channels of the blocked conv2d output); the same with its deviation also
+     * an output; Relay's with gamma and beta over NCHW's channels, over a last axis */
+    "def @main(%x: Tensor[(1, 8, 5, 6), float32], %w1: Tensor[(48, 8, 3, 3), float32], %g: Tensor[(48), float32],\n"
+    "          %b: Tensor[(48), float32], %w2: Tensor[(16, 48, 1, 1), float32]) {\n"
+    "  %0 = nn.conv2d(%x, %w1, padding=[1, 1]);\n  %1 = transpose(%0, axes=[0, 2, 3, 1]);\n"
+    "  %2 = reshape(%1, newshape=[1, 30, 48, 1]);\n  %3 = nn.global_avg_pool2d(%2);\n  %4 = reshape(%3, newshape=[1, 5, 6, 1]);\n"
+    "  %5 = subtract(%1, %4);\n  %6 = multiply(%5, %5);\n  %7 = reshape(%6, newshape=[1, 30, 48, 1]);\n"
+    "  %8 = nn.global_avg_pool2d(%7);\n  %9 = reshape(%8, newshape=[1, 5, 6, 1]);\n  %10 = add(%9, 1e-06f);\n"
+    "  %11 = sqrt(%10);\n  %12 = divide(%5, %11);\n  %13 = multiply(%12, %g);\n  %14 = add(%13, %b);\n"
+    "  %15 = transpose(%14, axes=[0, 3, 1, 2]);\n  nn.conv2d(%15, %w2, kernel_size=[1, 1])\n}",
+    "def @main(%x: Tensor[(2, 3, 4, 7), float32]) {\n"
+    "  %0 = reshape(%x, newshape=[1, 24, 7, 1]);\n  %1 = nn.global_avg_pool2d(%0);\n  %2 = reshape(%1, newshape=[2, 3, 4, 1]);\n"
+    "  %3 = subtract(%x, %2);\n  %4 = multiply(%3, %3);\n  %5 = reshape(%4, newshape=[1, 24, 7, 1]);\n"
+    "  %6 = nn.global_avg_pool2d(%5);\n  %7 = reshape(%6, newshape=[2, 3, 4, 1]);\n  %8 = add(%7, 0.01f);\n"
+    "  %9 = sqrt(%8);\n  %10 = divide(%3, %9);\n  (%10, %3)\n}",
+    "def @main(%x: Tensor[(2, 5, 3, 4), float32], %g: Tensor[(5), float32], %b: Tensor[(5), float32]) {\n"
+    "  nn.layer_norm(%x, %g, %b, axis=1)\n}",
+    "def @main(%x: Tensor[(3, 17), float32]) {\n  %0 = nn.layer_norm(%x, epsilon=0.001f);\n  nn.relu(%0)\n}",
     /* several outputs */
     "def @main(%x: Tensor[(2, 5), float32]) {\n  %0 = nn.relu(%x);\n  %1 = sigmoid(%x);\n  (%0, %1)\n}",
 };
@@ -671,6 +690,27 @@ static void test_concatenation_in_blocks(void **state) {
                           "  %0 = nn.relu(%x);\n  concatenate((%0, %y), axis=-1)\n}", 2);
 }
 
+/* a layer norm over the channels of NCHW<b>c, for blocks of whole vectors
+ * (48: three of 16), of part of one (24, 6), of odd lanes (3, and 29 in two
+ * blocks: the schedule's vectors the widest power of two dividing b), with
+ * its epilogue (γ in the blocks) — against the reference */
+static void test_layer_norm_in_blocks(void **state) {
+  (void)state;
+  static const int blocks[][2] = {{48, 96}, {24, 24}, {6, 12}, {3, 3}, {29, 58}};
+  for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++) {
+    int b = blocks[i][0], C = blocks[i][1];
+    char text[1024];
+    snprintf(text, sizeof text,
+             "def @main(%%x: Tensor[(2, %d, 3, 5), float32], %%g: Tensor[(%d, 1, 1, %d), float32]) {\n"
+             "  %%0 = layout_transform(%%x, src_layout=\"NCHW\", dst_layout=\"NCHW%dc\");\n"
+             "  %%1 = nn.layer_norm(%%0, axis=1, epsilon=1e-05f, layout=\"NCHW%dc\");\n  %%2 = multiply(%%1, %%g);\n"
+             "  layout_transform(%%2, src_layout=\"NCHW%dc\", dst_layout=\"NCHW\")\n}",
+             C, C / b, b, b, b, b);
+    check_against_reference(text, 1);
+    check_against_reference(text, 2);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seed_lower_and_run),
@@ -689,6 +729,7 @@ int main(void) {
       cmocka_unit_test(test_exp_against_libm),
       cmocka_unit_test(test_erf_tanh_relative_to_libm),
       cmocka_unit_test(test_divide_by_constant),
+      cmocka_unit_test(test_layer_norm_in_blocks),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }

@@ -138,6 +138,13 @@ static const bad_case bad_cases[] = {
     {"def @main(%x: Tensor[(1, 2, 4, 4), float32]) { nn.max_pool2d(%x, pool_size=[5, 5]) }", "is larger than the padded input"},
     {"def @main(%x: Tensor[(2, 6), float32]) { nn.softmax(%x, axis=3) }", "nn.softmax: axis 3 out of range"},
     {"def @main(%x: Tensor[(2, 6), float32]) { clip(%x, a_min=1f, a_max=0f) }", "a_min is greater than a_max"},
+    {"def @main(%x: Tensor[(2, 6), float32]) { nn.layer_norm(%x, axis=2) }", "nn.layer_norm: axis 2 out of range"},
+    {"def @main(%x: Tensor[(2, 6), float32], %g: Tensor[(6), float32]) { nn.layer_norm(%x, %g) }", "with both gamma and beta"},
+    {"def @main(%x: Tensor[(2, 6), float32], %g: Tensor[(2), float32]) { nn.layer_norm(%x, %g, %g) }",
+     "argument 2 has 2 elements, axis 1 has 6"},
+    {"def @main(%x: Tensor[(1, 2, 3, 3, 8), float32]) { nn.layer_norm(%x, axis=1, layout=\"NCHW16c\") }",
+     "layout NCHW16c needs a 5-d input in its blocks"},
+    {"def @main(%x: Tensor[(2, 6), float32]) { nn.layer_norm(%x, epsilon=-1f) }", "epsilon must be at least 0"},
 };
 
 /* ceil_mode pools: a window may start in the leading padding or inside

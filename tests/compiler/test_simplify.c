@@ -72,12 +72,42 @@ static void test_simplify_pad_into_avg_pool(void **state) {
       "  %1 = nn.pad(%0, pad_width=[[0, 0], [0, 0], [1, 1], [1, 1]]);\n  nn.avg_pool2d(%1, pool_size=[3, 3], ceil_mode=True)\n}\n"};
   for (int i = 0; i < 3; i++) check_pass(kept[i], kept[i], simplify);
 }
+/* the layer norm ONNX's opset-13 export writes (mean over the last axis as
+ * the importer makes ReduceMean: reshape, global average, reshape) is one
+ * nn.layer_norm, ε on either side of its add; one that squares something
+ * else is left as it is; nn.layer_norm with γ and β is the core op and the
+ * affine ops after it, reshaped to broadcast along its axis */
+#define LN_MEANS(x, sq)                                                                                                 \
+  "  %%0 = reshape(" x ", newshape=[1, 30, 8, 1]);\n  %%1 = nn.global_avg_pool2d(%%0);\n"                               \
+  "  %%2 = reshape(%%1, newshape=[1, 5, 6, 1]);\n  %%3 = subtract(" x ", %%2);\n  %%4 = multiply(%%3, " sq ");\n"        \
+  "  %%5 = reshape(%%4, newshape=[1, 30, 8, 1]);\n  %%6 = nn.global_avg_pool2d(%%5);\n  %%7 = reshape(%%6, newshape=[1, 5, 6, 1]);\n"
+static void test_simplify_layer_norm(void **state) {
+  (void)state;
+  const char *head = "def @main(%x: Tensor[(1, 5, 6, 8), float32]) {\n";
+  char before[2048], after[512];
+  snprintf(before, sizeof before, "%s" LN_MEANS("%%x", "%%3") "  %%8 = add(%%7, 0.125f);\n  %%9 = sqrt(%%8);\n  divide(%%3, %%9)\n}\n", head);
+  snprintf(after, sizeof after, "%s  nn.layer_norm(%%x, axis=3, epsilon=0.125f)\n}\n", head);
+  check_pass(before, after, simplify);
+  snprintf(before, sizeof before, "%s" LN_MEANS("%%x", "%%3") "  %%8 = add(0.0078125f, %%7);\n  %%9 = sqrt(%%8);\n  divide(%%3, %%9)\n}\n", head);
+  snprintf(after, sizeof after, "%s  nn.layer_norm(%%x, axis=3, epsilon=0.0078125f)\n}\n", head);
+  check_pass(before, after, simplify);
+  snprintf(before, sizeof before, "%s" LN_MEANS("%%x", "%%x") "  %%8 = add(%%7, 0.125f);\n  %%9 = sqrt(%%8);\n  divide(%%3, %%9)\n}\n", head);
+  check_pass(before, before, simplify);
+  check_pass("def @main(%x: Tensor[(1, 4, 2, 2), float32], %g: Tensor[(4), float32], %b: Tensor[(4), float32]) {\n"
+             "  nn.layer_norm(%x, %g, %b, axis=1, epsilon=0.01f)\n}\n",
+             "def @main(%x: Tensor[(1, 4, 2, 2), float32], %g: Tensor[(4), float32], %b: Tensor[(4), float32]) {\n"
+             "  %0 = nn.layer_norm(%x, axis=1, epsilon=0.01f);\n  %1 = reshape(%g, newshape=[-1, 1, 1]);\n"
+             "  %2 = multiply(%0, %1);\n  %3 = reshape(%b, newshape=[-1, 1, 1]);\n  add(%2, %3)\n}\n",
+             simplify);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_simplify_batch_norm),
       cmocka_unit_test(test_simplify_dense_over_rows),
       cmocka_unit_test(test_simplify_pad_of_nothing),
       cmocka_unit_test(test_simplify_pad_into_avg_pool),
+      cmocka_unit_test(test_simplify_layer_norm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,19 +79,23 @@ static int next_line_has(const char *text, const char *at, const char *want) {
 
 /* the generator draws the layers of newer networks too: NHWC permutes
  * around a bias and an activation, a linear layer on every pixel,
- * squeeze-excite with the scale first */
+ * squeeze-excite with the scale first, layer norms (ConvNeXt's as ONNX
+ * writes it, Relay's) */
 static void test_generator_covers_newer_layers(void **state) {
   (void)state;
-  int nhwc = 0, rows = 0, se = 0;
+  int nhwc = 0, rows = 0, se = 0, ln = 0, relay_ln = 0;
   for (uint64_t seed = 1; seed <= 600; seed++) {
     char *t = dt_generate(seed, NULL);
     nhwc += next_line_has(t, "axes=[0, 2, 3, 1]);", "= add(%");
-    rows += next_line_has(t, "axes=[0, 2, 3, 1]);", "= reshape(%");
+    rows += next_line_has(t, "= nn.dense(%", "newshape=[");
     se += next_line_has(t, "= nn.global_avg_pool2d(", "kernel_size=[1, 1]);");
+    ln += next_line_has(t, "= sqrt(%", "= divide(%");
+    relay_ln += strstr(t, "= nn.layer_norm(") != NULL;
     free(t);
   }
-  print_message("of 600 networks: %d NHWC activations, %d linear layers on pixels, %d squeeze-excites\n", nhwc, rows, se);
-  assert_true(nhwc >= 3 && rows >= 3 && se >= 3);
+  print_message("of 600 networks: %d NHWC activations, %d linear layers on pixels, %d squeeze-excites, %d + %d layer norms\n", nhwc,
+                rows, se, ln, relay_ln);
+  assert_true(nhwc >= 3 && rows >= 3 && se >= 3 && ln >= 3 && relay_ln >= 2);
 }
 
 /* NETWORKS random networks in each mode equal the reference */

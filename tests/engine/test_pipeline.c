@@ -227,6 +227,22 @@ static void test_pipeline_sink_transposes(void **state) {
     free(p);
     temper_graph_destroy(g);
   }
+  /* a layer norm over NHWC's last axis moves with them, over NCHW's channels */
+  temper_graph *g = parse_ok("def @main(%x: Tensor[(1, 8, 5, 6), float32], %b: Tensor[(8), float32]) {\n"
+                             "  %0 = transpose(%x, axes=[0, 2, 3, 1]);\n  %1 = nn.layer_norm(%0, axis=-1);\n"
+                             "  %2 = multiply(%1, %b);\n  transpose(%2, axes=[0, 3, 1, 2])\n}\n");
+  float b[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  float *vals[2] = {NULL, b};
+  diag d = {0};
+  assert_int_equal(bind_params(g, vals, &d), TEMPER_OK);
+  assert_int_equal(typeinfer(g, &d), TEMPER_OK);
+  assert_int_equal(sink_transposes(g, &d), TEMPER_OK);
+  assert_int_equal(fold_constants(g, &d), TEMPER_OK);
+  char *p = print_graph(g);
+  assert_null(strstr(p, "transpose"));
+  assert_non_null(strstr(p, "nn.layer_norm(%x, axis=1)"));
+  free(p);
+  temper_graph_destroy(g);
 }
 
 /* the default configs fit the target's caches (pipeline_opts.l1d, .l2), not
