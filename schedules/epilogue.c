@@ -15,6 +15,13 @@ void sched_strides(const shape_t *s, int64_t *st) {
   }
 }
 
+int sched_block_lanes(int64_t b, int vec) {
+  if (!(b & (b - 1)) || b <= vec) return (int)b;
+  int L = vec;
+  while (L > 4 && b % L) L /= 2;
+  return b % L ? (int)b : L;
+}
+
 int epi_param_buf(const prim *p, const node *v) {
   for (int i = 0; i < p->fn->n_params; i++)
     if (p->fn->params[i] == v) return i;

@@ -109,23 +109,27 @@ static lexpr *conv_value(prim *p, lstmt *body, lexpr *const *c) {
   return lx_slot(f, acc);
 }
 
-/* pooling in NCHW<cb>c: one vector of the cb channels per output position */
+/* pooling in NCHW<cb>c: the cb channels of an output position as vectors of
+ * sched_block_lanes (EfficientNet's and RegNetY's squeeze-excite averages
+ * in blocks of 48 and 24 ran lane by lane as one vector of the block) */
 static temper_status pool_blocked(prim *p, diag *d) {
   lfunc *f = p->f;
   const shape_t *os = &p->fn->body->ty.shape;
-  int64_t cb = os->d[4], outer = shape_numel(os) / cb;
+  int64_t cb = os->d[4];
+  int L = sched_block_lanes(cb, f->vec);
+  int64_t per = cb / L, outer = shape_numel(os) / cb * per;
   int vo = lf_var(f, "nchw");
   lstmt *lo = ls_add(f, f->body, ls_for(f, vo, lx_int(f, 0), lx_int(f, outer), LOOP_PARALLEL));
-  lexpr *c[5], *o = lx_var(f, vo);
+  lexpr *c[5], *o = lx_bin(f, LO_DIV, lx_var(f, vo), lx_int(f, per));
   for (int i = 3; i >= 0; i--) {
     c[i] = i == 0 ? o : lx_bin(f, LO_MOD, o, lx_int(f, os->d[i]));
     o = lx_bin(f, LO_DIV, o, lx_int(f, os->d[i]));
   }
-  c[4] = lx_int(f, 0);
-  epi e = {.p = p, .lanes = (int)cb, .lane_axis = 4, .d = d};
-  e.master_val = pool_value(p, lo, c, (int)cb);
+  c[4] = lx_mul(f, lx_bin(f, LO_MOD, lx_var(f, vo), lx_int(f, per)), lx_int(f, L));
+  epi e = {.p = p, .lanes = L, .lane_axis = 4, .d = d};
+  e.master_val = pool_value(p, lo, c, L);
   lexpr *v = epi_eval(&e, p->fn->body, c);
-  ls_add(f, lo, ls_store(f, p->out_buf, lx_mul(f, lx_var(f, vo), lx_int(f, cb)), v, 1, NULL));
+  ls_add(f, lo, ls_store(f, p->out_buf, lx_mul(f, lx_var(f, vo), lx_int(f, L)), v, 1, NULL));
   return d->status;
 }
 

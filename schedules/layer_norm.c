@@ -2,12 +2,13 @@
  *
  * Over the channels of NCHW<b>c (ConvNeXt's, once its permutes have sunk:
  * compiler/sink.c) one pixel at a time, pixels parallel: its C / b blocks
- * are H·W·b floats apart, each read as vectors; the sum of the blocks, across
- * the lanes, is the mean; the sum of the squared deviations (a second pass,
- * the pixel's few lines still in L1: no cancellation of E[x²] − E[x]²) the
- * variance; a third pass writes (x − mean) / sqrt(var + ε) through the
- * epilogue (γ, β) a block at a time. One read of the tensor from memory and
- * one write, where the ops it stands for made seven kernels.
+ * are H·W·b floats apart, each read as vectors (sched_block_lanes); the
+ * sum of the blocks, across the lanes, is the mean; the sum of the squared
+ * deviations (a second pass, the pixel's few lines still in L1: no
+ * cancellation of E[x²] − E[x]²) the variance; a third pass writes
+ * (x − mean) / sqrt(var + ε) through the epilogue (γ, β). One read of the
+ * tensor from memory and one write, where the ops it stands for made seven
+ * kernels.
  *
  * Any other axis, or NCHW: rows of the axis (stride: the axes after it),
  * the same three passes, scalar — a layer norm the layout pass could not
@@ -23,11 +24,7 @@ static lexpr *rstd_of(lfunc *f, lexpr *sum, int64_t n, double eps) {
 static temper_status blocked(prim *p, const shape_t *xs, double eps, diag *d) {
   lfunc *f = p->f;
   int64_t N = xs->d[0], CB = xs->d[1], H = xs->d[2], W = xs->d[3], b = xs->d[4], HW = H * W, C = CB * b;
-  /* vectors of L lanes, the widest power of two up to the target's that
-   * divides the block (a vector of 48 lanes, LLVM's legalisation of a
-   * non-power-of-two type, was taken apart lane by lane: 380 cycles a pixel) */
-  int L = f->vec > 1 ? f->vec : 1;
-  while (L > 1 && b % L) L /= 2;
+  int L = sched_block_lanes(b, f->vec);
   int64_t per = b / L;
   int in = epi_param_buf(p, p->master->args[0]);
   int vo = lf_var(f, "pix"), vq = lf_var(f, "q");

@@ -63,6 +63,13 @@ lexpr *epi_eval(epi *e, const node *x, lexpr *const *coord);
 int epi_param_buf(const prim *p, const node *v);
 /* Row-major strides of a shape. */
 void sched_strides(const shape_t *s, int64_t *st);
+/* The lanes of the vectors a channel block of b is read in, in a loop that
+ * carries them (a reduction): the block itself where it is a power of two
+ * or fits one vector (LLVM widens <15 x float> to one register), else the
+ * widest power of two up to the vector that divides it, at least 4 —
+ * LLVM's legalisation of a <48 x float> or <24 x float> carried round a
+ * loop took it apart lane by lane (a layer norm at 380 cycles a pixel) */
+int sched_block_lanes(int64_t b, int vec);
 
 /* ---- templates ---- */
 temper_status sched_conv2d_nchwc(prim *p, int vec, diag *d);

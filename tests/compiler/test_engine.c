@@ -711,6 +711,29 @@ static void test_layer_norm_in_blocks(void **state) {
   }
 }
 
+/* pooling in NCHW<b>c for blocks that are not a power of two (48: three
+ * vectors, 24, 12, 15: vectors of 8, 4, 1 lanes), the window's max and
+ * average and the global average, with an epilogue — against the reference */
+static void test_pool_in_odd_blocks(void **state) {
+  (void)state;
+  static const int blocks[][2] = {{48, 96}, {24, 24}, {12, 36}, {15, 15}};
+  static const char *const pools[] = {"nn.max_pool2d(%%0, pool_size=[3, 3], strides=[2, 2], padding=[1, 1], layout=\"NCHW%dc\")",
+                                      "nn.avg_pool2d(%%0, pool_size=[2, 3], padding=[1, 0], layout=\"NCHW%dc\")",
+                                      "nn.global_avg_pool2d(%%0, layout=\"NCHW%dc\")"};
+  for (size_t i = 0; i < sizeof blocks / sizeof *blocks; i++)
+    for (size_t k = 0; k < sizeof pools / sizeof *pools; k++) {
+      int b = blocks[i][0], C = blocks[i][1];
+      char pool[160], text[1024];
+      snprintf(pool, sizeof pool, pools[k], b);
+      snprintf(text, sizeof text,
+               "def @main(%%x: Tensor[(2, %d, 7, 6), float32]) {\n"
+               "  %%0 = layout_transform(%%x, src_layout=\"NCHW\", dst_layout=\"NCHW%dc\");\n"
+               "  %%1 = %s;\n  %%2 = sigmoid(%%1);\n  layout_transform(%%2, src_layout=\"NCHW%dc\", dst_layout=\"NCHW\")\n}",
+               C, b, pool, b);
+      check_against_reference(text, 1 + (int)(k % 2));
+    }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seed_lower_and_run),
@@ -730,6 +753,7 @@ int main(void) {
       cmocka_unit_test(test_erf_tanh_relative_to_libm),
       cmocka_unit_test(test_divide_by_constant),
       cmocka_unit_test(test_layer_norm_in_blocks),
+      cmocka_unit_test(test_pool_in_odd_blocks),
   };
   return cmocka_run_group_tests(tests, engine_setup, engine_teardown);
 }
