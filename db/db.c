@@ -188,6 +188,18 @@ static db_cursor *vquery(temper_db *db, int wait, const char *sql, const char *t
   return q;
 }
 
+/* A transaction the server went away in (rolled back with the
+ * connection): 1 once the server is back — waited for as long as a read
+ * waits — so the caller runs the whole transaction again from its start;
+ * at most LOST_TX_TRIES times. A statement inside a transaction cannot be
+ * run again alone: what came before it in the transaction is gone. */
+enum { LOST_TX_TRIES = 3 };
+static int again_after_loss(temper_db *db, int *tries) {
+  if (db->no_wait || db->in_tx || !db->be->lost(db->c) || ++*tries > LOST_TX_TRIES || recover(db, db->wait_s)) return 0;
+  flush_spool(db);
+  return 1;
+}
+
 static db_cursor *query(temper_db *db, const char *sql, const char *types, ...) {
   va_list ap;
   va_start(ap, types);
@@ -978,24 +990,13 @@ temper_status db_now(temper_db *db, double *s) {
   return rc == 1 ? TEMPER_OK : fail(db, "reading the clock");
 }
 
-/* One transaction: the task's row locked (PostgreSQL skips a row another
- * tuner holds locked at this instant: that tuner is busy with it), then
- * mine if free, expired, or finished before `round_start`; done if finished
- * in this round; busy if another tuner's lease is live. */
-temper_status db_lease_claim(temper_db *db, const char *workload, int64_t tid, int threads, const db_lease_owner *me, double ttl_s,
-                             double round_start, db_lease *out) {
+static temper_status lease_claim_once(temper_db *db, int64_t wid, int64_t tid, int threads, const db_lease_owner *me, double ttl_s,
+                                      double round_start, db_lease *out) {
   memset(out, 0, sizeof *out);
-  int64_t wid;
-  int found;
-  temper_status s = one_int(db, &wid, &found, "SELECT id FROM workloads WHERE key=$1", "t", workload);
-  if (s) return s;
-  if (!found) {
-    snprintf(db->err, sizeof db->err, "%s: no workload %s to lease", db_where(db), workload);
-    return TEMPER_EDB;
-  }
   char when[32];
   utc_now(when, sizeof when);
-  if ((s = db_begin(db))) return s;
+  temper_status s = db_begin(db);
+  if (s) return s;
   db_cursor *q = query(db, "SELECT owner, host, run_id, expires, done_at, {NOW} FROM leases WHERE workload_id=$1 AND target_id=$2"
                            " AND threads=$3{SKIP}", "iin", wid, tid, threads);
   int rc = q ? db->be->next(q) : -1;
@@ -1044,6 +1045,28 @@ temper_status db_lease_claim(temper_db *db, const char *workload, int64_t tid, i
   return db_commit(db);
 }
 
+/* One transaction: the task's row locked (PostgreSQL skips a row another
+ * tuner holds locked at this instant: that tuner is busy with it), then
+ * mine if free, expired, or finished before `round_start`; done if finished
+ * in this round; busy if another tuner's lease is live. A server that goes
+ * away inside it: the transaction again once it is back. */
+temper_status db_lease_claim(temper_db *db, const char *workload, int64_t tid, int threads, const db_lease_owner *me, double ttl_s,
+                             double round_start, db_lease *out) {
+  memset(out, 0, sizeof *out);
+  int64_t wid;
+  int found;
+  temper_status s = one_int(db, &wid, &found, "SELECT id FROM workloads WHERE key=$1", "t", workload);
+  if (s) return s;
+  if (!found) {
+    snprintf(db->err, sizeof db->err, "%s: no workload %s to lease", db_where(db), workload);
+    return TEMPER_EDB;
+  }
+  for (int tries = 0;;) {
+    s = lease_claim_once(db, wid, tid, threads, me, ttl_s, round_start, out);
+    if (!s || !again_after_loss(db, &tries)) return s;
+  }
+}
+
 temper_status db_lease_renew(temper_db *db, const char *owner, double ttl_s) {
   temper_status s = write1(db, "renewing leases", NULL, "UPDATE leases SET expires={NOW} + $2 WHERE owner=$1 AND done_at IS NULL", "td",
                            owner, ttl_s);
@@ -1052,8 +1075,9 @@ temper_status db_lease_renew(temper_db *db, const char *owner, double ttl_s) {
 }
 
 /* A tuner joins: the round is the one of the tuners alive now (the
- * earliest start among them), or a new one from now */
-temper_status db_tuner_join(temper_db *db, const db_lease_owner *me, double ttl_s, double *round_start) {
+ * earliest start among them), or a new one from now; its row once, also
+ * where a commit landed unacknowledged and the join runs again */
+static temper_status tuner_join_once(temper_db *db, const db_lease_owner *me, double ttl_s, double *round_start) {
   temper_status s = db_begin(db);
   if (s) return s;
   db_cursor *q = query(db, "SELECT min(round_start), {NOW} FROM tuners WHERE expires > {NOW}", "");
@@ -1063,13 +1087,21 @@ temper_status db_tuner_join(temper_db *db, const db_lease_owner *me, double ttl_
   if (rc != 1) s = fail(db, "reading the tuners");
   if (!s)
     s = write1(db, "joining the tuners", NULL,
-               "INSERT INTO tuners(run_id, owner, host, round_start, expires) VALUES($1, $2, $3, $4, {NOW} + $5)", "ittdd", me->run_id,
+               "INSERT INTO tuners(run_id, owner, host, round_start, expires) VALUES($1, $2, $3, $4, {NOW} + $5)"
+               " ON CONFLICT(run_id) DO NOTHING", "ittdd", me->run_id,
                me->owner, me->host, *round_start, ttl_s);
   if (s) {
     db_rollback(db);
     return s;
   }
   return db_commit(db);
+}
+
+temper_status db_tuner_join(temper_db *db, const db_lease_owner *me, double ttl_s, double *round_start) {
+  for (int tries = 0;;) {
+    temper_status s = tuner_join_once(db, me, ttl_s, round_start);
+    if (!s || !again_after_loss(db, &tries)) return s;
+  }
 }
 
 int db_lease_held(temper_db *db, const char *workload, int64_t tid, int threads, const char *owner) {

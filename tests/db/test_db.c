@@ -407,6 +407,35 @@ static void test_pg_server_restart(void **state) {
   temper_db_close(db);
 }
 
+/* the server goes away inside a lease's transaction (stopped while the
+ * lease read waits on a table lock another session holds, started again a
+ * second later): the claim runs its transaction again once connected and
+ * gets the lease — where it failed with "reading a lease" before, and a
+ * tuner with it (test_team's server restart, now and then) */
+static void test_pg_lost_inside_transaction(void **state) {
+  (void)state;
+  int64_t tid, wid, run;
+  temper_db *db = fresh_db("sapphirerapids", &tid);
+  assert_int_equal(db_workload_id(db, "wk", "conv2d", "{}", 1, &wid), TEMPER_OK);
+  assert_int_equal(db_run_begin(db, "tune", 1, "hostA", &run), TEMPER_OK);
+  db_set_wait(db, 30);
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd,
+           "(psql -q -d temper_test_db -c 'BEGIN; LOCK TABLE leases IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT;' >/dev/null 2>&1 &);"
+           " (sleep 1; %s stop -m fast; sleep 1; %s start) >/dev/null 2>&1 &",
+           getenv("TEMPER_TEST_PG_CTL"), getenv("TEMPER_TEST_PG_CTL"));
+  assert_int_equal(system(cmd), 0);
+  usleep(300000);
+  db_lease_owner me = {"hostA:1:aa", "hostA", run};
+  db_lease l;
+  temper_status s = db_lease_claim(db, "wk", tid, 1, &me, 60, 0, &l);
+  if (s) fprintf(stderr, "%s\n", db_errmsg(db));
+  assert_int_equal(s, TEMPER_OK);
+  assert_int_equal(l.state, DB_LEASE_MINE);
+  assert_int_equal(db_lease_held(db, "wk", tid, 1, me.owner), 1);
+  temper_db_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records_and_best), cmocka_unit_test(test_future_schema_refused),
@@ -416,6 +445,7 @@ int main(void) {
   const struct CMUnitTest pg_tests[] = {
       cmocka_unit_test(test_records_and_best), cmocka_unit_test(test_future_schema_refused), cmocka_unit_test(test_choices),
       cmocka_unit_test(test_leases), cmocka_unit_test(test_pg_unreachable), cmocka_unit_test(test_pg_server_restart),
+      cmocka_unit_test(test_pg_lost_inside_transaction),
   };
   int rc = cmocka_run_group_tests_name("sqlite", tests, setup, NULL);
   clean();
