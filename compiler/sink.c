@@ -4,13 +4,16 @@
  *     →  f(x, transpose(c₁, p⁻¹), transpose(c₂, p⁻¹), …)
  *
  * where f is a region of elementwise ops (unary, or add / subtract /
- * multiply / divide, or a layer norm, whose axis the transpose renames) whose only data input is transpose(x, p), whose other
- * operands are constants broadcast against it, and whose values are used
- * nowhere else. Models written for NHWC do this around every linear layer
- * (ConvNeXt: permute, Linear, GELU, Linear, permute back); the importer makes
- * each Linear a 1×1 conv2d on NCHW between two transposes (onnx.c), and here
- * the transposes between two convs, and between a conv and the permute back,
- * meet and vanish — the bias and GELU then fuse into the conv's epilogue.
+ * multiply / divide; or a layer norm, whose axis the transpose renames)
+ * whose only data input is transpose(x, p), whose other operands are
+ * constants broadcast against it, and whose values are used nowhere else.
+ * Models written for NHWC do this around every linear layer (ConvNeXt:
+ * permute, Linear, GELU, Linear, permute back; permute, LayerNorm, permute
+ * back); the importer makes each Linear a 1×1 conv2d on NCHW between two
+ * transposes (onnx.c), and here the transposes between two convs, and
+ * between a conv and the permute back, meet and vanish — the bias and GELU
+ * then fuse into the conv's epilogue, the layer norm runs over NCHW's
+ * channels.
  * A constant of lower rank is first aligned to the right (broadcast rules),
  * then transposed; fold.c folds the transposes of constants away. */
 #include <stdlib.h>
