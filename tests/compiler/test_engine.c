@@ -447,6 +447,26 @@ static void test_winograd_without_schedule_refused(void **state) {
   temper_graph_destroy(g);
 }
 
+/* a layer norm in a fused program written by hand that its schedule does
+ * not take: with γ and β (simplify splits them off), with an op after it
+ * that changes its shape — refused at the op, by name */
+static void test_layer_norm_hand_fused_refused(void **state) {
+  (void)state;
+  lower_refused("def @main(%x: Tensor[(2, 6), float32], %g: Tensor[(6), float32]) {\n"
+                "  %0 = fn (%p0: Tensor[(2, 6), float32], %p1: Tensor[(6), float32], Primitive=1) {\n"
+                "    nn.layer_norm(%p0, %p1, %p1)\n"
+                "  };\n"
+                "  %0(%x, %g)\n}\n",
+                TEMPER_EINVAL, "3:5: error: nn.layer_norm with gamma and beta in a primitive function");
+  lower_refused("def @main(%x: Tensor[(2, 6), float32]) {\n"
+                "  %0 = fn (%p0: Tensor[(2, 6), float32], Primitive=1) {\n"
+                "    %1 = nn.layer_norm(%p0);\n"
+                "    reshape(%1, newshape=[12])\n"
+                "  };\n"
+                "  %0(%x)\n}\n",
+                TEMPER_EINVAL, "3:10: error: nn.layer_norm: the ops after it in its primitive function change its shape");
+}
+
 static void test_loops_print(void **state) {
   (void)state;
   temper_graph *g = parse_ok(op_cases[10]);
@@ -749,6 +769,7 @@ int main(void) {
       cmocka_unit_test(test_layout_transforms),
       cmocka_unit_test(test_concatenation_in_blocks),
       cmocka_unit_test(test_winograd_without_schedule_refused),
+      cmocka_unit_test(test_layer_norm_hand_fused_refused),
       cmocka_unit_test(test_exp_against_libm),
       cmocka_unit_test(test_erf_tanh_relative_to_libm),
       cmocka_unit_test(test_divide_by_constant),

@@ -145,6 +145,8 @@ static const bad_case bad_cases[] = {
     {"def @main(%x: Tensor[(1, 2, 3, 3, 8), float32]) { nn.layer_norm(%x, axis=1, layout=\"NCHW16c\") }",
      "layout NCHW16c needs a 5-d input in its blocks"},
     {"def @main(%x: Tensor[(2, 6), float32]) { nn.layer_norm(%x, epsilon=-1f) }", "epsilon must be at least 0"},
+    {"def @main(%x: Tensor[(1, 2, 3, 3, 8), float32], %g: Tensor[(2), float32]) { nn.layer_norm(%x, %g, %g, axis=1, layout=\"NCHW8c\") }",
+     "gamma and beta only in layout NCHW"},
 };
 
 /* ceil_mode pools: a window may start in the leading padding or inside
