@@ -8,8 +8,8 @@
  * that applies to no layer swept ends the run with status 1, naming it)
  * (--db adds, per layer and thread count, the best direct config a tuning
  * database recorded for the workload at that thread count, timed here with
- * the rest; --all adds the ResNet-18-only layers; --winograd: only the 3×3 stride-1
- * layers, the best of N random direct and N random Winograd configs, each
+ * the rest; --all adds the ResNet-18-only layers; --winograd: only the 3×3 layers
+ * of stride 1 and 2, the best of N random direct and N random Winograd configs, each
  * then improved by coordinate descent over the knobs, against oneDNN, in
  * effective GFLOP/s: the direct FLOPs divided by the time) */
 #include <dnnl.h>
@@ -245,14 +245,14 @@ static int descend(temper_engine *e, const bench_layer *L, const char *key, cons
   return 0;
 }
 
-/* Winograd rows: every 3×3 stride-1 layer, best direct vs best Winograd vs oneDNN */
+/* Winograd rows: every 3×3 layer of stride 1 or 2, best direct vs best Winograd vs oneDNN */
 static int winograd_rows(temper_engine *e, dnnl_engine_t eng, int sweep, uint64_t seed, const char *only, int all, int n_thr, const int *thr) {
   printf("| layer | thr | best direct GFLOP/s | best Winograd eff. GFLOP/s | oneDNN GFLOP/s | direct/oneDNN | Winograd/oneDNN | Winograd/direct | best Winograd config |\n");
   printf("|---|---|---|---|---|---|---|---|---|\n");
   for (size_t li = 0; li < sizeof bench_layers / sizeof *bench_layers; li++) {
     const bench_layer *L = &bench_layers[li];
-    if ((!all && !L->resnet50) || (only && strcmp(only, L->name)) || L->k != 3 || L->stride != 1) continue;
-    conv_workload w = {1, L->C, L->H, L->W, L->K, 3, 3, 1, 1, L->pad, L->pad, L->pad, L->pad, 1, 1, 1};
+    if ((!all && !L->resnet50) || (only && strcmp(only, L->name)) || L->k != 3 || L->stride > 2) continue;
+    conv_workload w = {1, L->C, L->H, L->W, L->K, 3, 3, L->stride, L->stride, L->pad, L->pad, L->pad, L->pad, 1, 1, 1};
     task_space sp;
     space_build(&w, e->target.vec, &sp);
     char key[256];

@@ -175,7 +175,7 @@ typedef struct attrs {
   X(TRANSPOSE, "transpose", PAT_INJECTIVE, 1, 1, A(AXES))                               \
   X(STRIDED_SLICE, "strided_slice", PAT_INJECTIVE, 1, 1, A(BEGIN) | A(END) | A(STEP))   \
   X(CONV2D_WINOGRAD, "nn.contrib_conv2d_winograd_without_weight_transform", PAT_OUT_EWISE, 2, 2, CONV_ATTRS | A(TILE_SIZE)) \
-  X(WINOGRAD_WEIGHT, "nn.contrib_conv2d_winograd_weight_transform", PAT_OPAQUE, 1, 1, A(TILE_SIZE))
+  X(WINOGRAD_WEIGHT, "nn.contrib_conv2d_winograd_weight_transform", PAT_OPAQUE, 1, 1, A(TILE_SIZE) | A(STRIDES))
 
 typedef enum op_id {
   OP_FUNCALL = -1,
@@ -303,18 +303,21 @@ temper_status ref_eval_func(const node *fn, const float *const *inputs, float **
                             int *n_outputs, diag *d);
 
 /* ---- Winograd F(m×m, 3×3) (winograd.c) ----
- * nn.contrib_conv2d_winograd_weight_transform(w[K, C, 3, 3], tile_size=m)
- *   → U[alpha, alpha, C, K] ("HWIO"), alpha = m + 2, a compile-time constant;
- * nn.contrib_conv2d_winograd_without_weight_transform(x, U, tile_size=m, ...)
- *   is the 3×3, stride-1, dilation-1, groups-1 conv2d of x with the weights
- *   whose transform U is, in U's kernel_layout ("HWIO" or "OHWI<ob>o"). */
-typedef struct wino_mats { int m, a; double AT[6][8], G[8][3], BT[8][8]; } wino_mats;
-int winograd_mats(int m, wino_mats *w);     /* m = 2, 4, 6; -1 otherwise */
-double winograd_tolerance(int m);           /* accepted relative error of a tile size */
-void winograd_weight(const float *w, int64_t K, int64_t C, int m, float *u);   /* OIHW → HWIO U */
+ * nn.contrib_conv2d_winograd_weight_transform(w[K, C, 3, 3], tile_size=m, strides=[s, s])
+ *   → U[alpha, alpha, C, K] ("HWIO"), a compile-time constant; alpha is
+ *   m + 2 for stride 1 (m = 2, 4, 6) and 2m + 1 for stride 2 (m = 2, 3, 4);
+ * nn.contrib_conv2d_winograd_without_weight_transform(x, U, tile_size=m, strides=[s, s], ...)
+ *   is the 3×3, dilation-1, groups-1 conv2d of stride s (1 or 2, the same
+ *   both ways) of x with the weights whose transform U is, in U's
+ *   kernel_layout ("HWIO" or "OHWI<ob>o"). */
+typedef struct wino_mats { int m, s, a; double AT[6][9], G[9][3], BT[9][9]; } wino_mats;
+int winograd_alpha(int m, int s);                 /* alpha of F(m×m, 3×3) at stride s; -1 if none */
+int winograd_mats(int m, int s, wino_mats *w);    /* -1 where winograd_alpha is */
+double winograd_tolerance(int m, int s);          /* accepted relative error of a tile size */
+void winograd_weight(const float *w, int64_t K, int64_t C, int m, int s, float *u);   /* OIHW → HWIO U */
 /* plain NCHW x and HWIO u → NCHW y, in double; -1 out of memory */
 int winograd_conv_ref(const float *x, const float *u, float *y, int64_t N, int64_t C, int64_t H, int64_t W, int64_t K,
-                      const int64_t *pad, int m);
+                      const int64_t *pad, int m, int s);
 static inline int op_is_conv(int op) { return op == OP_CONV2D || op == OP_CONV2D_WINOGRAD; }
 
 /* ---- data helpers (data.c, npy.c) ---- */

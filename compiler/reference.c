@@ -160,10 +160,10 @@ static temper_status ref_conv2d_winograd(const node *n, const float *x, const fl
   const char *ol = a->v[ATTR_OUT_LAYOUT].s[0] ? a->v[ATTR_OUT_LAYOUT].s : dl;
   const shape_t *xs = &n->args[0]->ty.shape;
   int xb = layout_block(dl, 'c');
-  int64_t m = a->v[ATTR_TILE_SIZE].i[0], al = m + 2, K = a->v[ATTR_CHANNELS].i[0];
+  int64_t m = a->v[ATTR_TILE_SIZE].i[0], s = a->v[ATTR_STRIDES].i[0], al = winograd_alpha((int)m, (int)s), K = a->v[ATTR_CHANNELS].i[0];
   int64_t N = xs->d[0], C = xs->d[1] * (xb ? xb : 1), H = xs->d[2], W = xs->d[3];
   const int64_t *pad = a->v[ATTR_PADDING].i;
-  int64_t OH = H + pad[0] + pad[2] - 2, OW = W + pad[1] + pad[3] - 2;
+  int64_t OH = (H + pad[0] + pad[2] - 3) / s + 1, OW = (W + pad[1] + pad[3] - 3) / s + 1;
   int64_t xd[4] = {N, C, H, W}, ud[4] = {al, al, C, K}, yd[4] = {N, K, OH, OW};
   float *xp = malloc(sizeof(float) * (size_t)(N * C * H * W)), *up = malloc(sizeof(float) * (size_t)(al * al * C * K));
   float *yp = malloc(sizeof(float) * (size_t)(N * K * OH * OW));
@@ -171,7 +171,7 @@ static temper_status ref_conv2d_winograd(const node *n, const float *x, const fl
   if (xp && up && yp) {
     ref_relayout(x, dl, xp, "NCHW", "NCHW", xd);
     ref_relayout(u, kl, up, "HWIO", "HWIO", ud);
-    rc = winograd_conv_ref(xp, up, yp, N, C, H, W, K, pad, (int)m);
+    rc = winograd_conv_ref(xp, up, yp, N, C, H, W, K, pad, (int)m, (int)s);
     if (!rc) ref_relayout(yp, "NCHW", y, ol, "NCHW", yd);
   }
   free(xp);
@@ -320,7 +320,7 @@ temper_status ref_eval_op(const node *n, const float *const *in, float **outs, d
     break;
   case OP_WINOGRAD_WEIGHT: {
     const shape_t *ws = &n->args[0]->ty.shape;
-    winograd_weight(in[0], ws->d[0], ws->d[1], (int)a->v[ATTR_TILE_SIZE].i[0], y);
+    winograd_weight(in[0], ws->d[0], ws->d[1], (int)a->v[ATTR_TILE_SIZE].i[0], (int)a->v[ATTR_STRIDES].i[0], y);
     break;
   }
   case OP_DENSE: {

@@ -113,44 +113,52 @@ static temper_status infer_conv2d(diag *d, node *n, shape_t *o) {
   return TEMPER_OK;
 }
 
-static temper_status tile_size(diag *d, const node *n, int64_t *m) {
-  *m = n->attrs->v[ATTR_TILE_SIZE].i[0];
-  if (*m != 2 && *m != 4 && *m != 6)
-    return diag_error(d, n->loc, "%s: tile_size must be 2, 4 or 6, got %lld", ir_op_name(n), (long long)*m);
+/* the tile size m and the stride s of a Winograd op, and its alpha */
+static temper_status tile_size(diag *d, const node *n, int64_t *m, int64_t *s, int64_t *al) {
+  const attrs_t *a = n->attrs;
+  const int64_t *st = a->v[ATTR_STRIDES].i;
+  *m = a->v[ATTR_TILE_SIZE].i[0];
+  *s = st[0];
+  if (st[0] != st[1] || (st[0] != 1 && st[0] != 2))
+    return diag_error(d, n->loc, "%s: only strides [1, 1] and [2, 2], got [%lld, %lld]", ir_op_name(n), (long long)st[0], (long long)st[1]);
+  *al = winograd_alpha((int)*m, (int)*s);
+  if (*al < 0)
+    return diag_error(d, n->loc, "%s: tile_size must be %s at stride %lld, got %lld", ir_op_name(n), *s == 1 ? "2, 4 or 6" : "2, 3 or 4",
+                      (long long)*s, (long long)*m);
   return TEMPER_OK;
 }
 
 /* U[alpha, alpha, C, K] of OIHW 3×3 weights */
 static temper_status infer_winograd_weight(diag *d, node *n, shape_t *o) {
   TRY(want_tensor(d, n, 0, 4));
-  int64_t m;
-  TRY(tile_size(d, n, &m));
+  int64_t m, s, al;
+  TRY(tile_size(d, n, &m, &s, &al));
   const shape_t *w = &n->args[0]->ty.shape;
   if (w->d[2] != 3 || w->d[3] != 3)
     return diag_error(d, n->loc, "%s: needs 3x3 OIHW weights, got %lldx%lld", ir_op_name(n), (long long)w->d[2], (long long)w->d[3]);
-  *o = (shape_t){4, {m + 2, m + 2, w->d[1], w->d[0]}};
+  *o = (shape_t){4, {al, al, w->d[1], w->d[0]}};
   return TEMPER_OK;
 }
 
-/* the 3×3, stride-1 conv2d on transformed weights */
+/* the 3×3 conv2d of stride 1 or 2 on transformed weights */
 static temper_status infer_conv2d_winograd(diag *d, node *n, shape_t *o) {
   TRY(want_tensor(d, n, 0, -1));
   TRY(want_tensor(d, n, 1, -1));
   const attrs_t *a = n->attrs;
   const char *dl = a->v[ATTR_DATA_LAYOUT].s, *kl = a->v[ATTR_KERNEL_LAYOUT].s;
   const char *ol = a->v[ATTR_OUT_LAYOUT].s[0] ? a->v[ATTR_OUT_LAYOUT].s : dl;
-  int64_t x[4], m;
+  int64_t x[4], m, s, al;
   TRY(activation_primal(d, n, "data_layout", dl, &n->args[0]->ty.shape, x));
-  TRY(tile_size(d, n, &m));
-  const int64_t *st = a->v[ATTR_STRIDES].i, *dil = a->v[ATTR_DILATION].i, *pad = a->v[ATTR_PADDING].i, *ks = a->v[ATTR_KERNEL_SIZE].i;
-  if (st[0] != 1 || st[1] != 1 || dil[0] != 1 || dil[1] != 1 || a->v[ATTR_GROUPS].i[0] != 1)
-    return diag_error(d, n->loc, "%s: only stride 1, dilation 1 and groups 1", ir_op_name(n));
+  TRY(tile_size(d, n, &m, &s, &al));
+  const int64_t *dil = a->v[ATTR_DILATION].i, *pad = a->v[ATTR_PADDING].i, *ks = a->v[ATTR_KERNEL_SIZE].i;
+  if (dil[0] != 1 || dil[1] != 1 || a->v[ATTR_GROUPS].i[0] != 1)
+    return diag_error(d, n->loc, "%s: only dilation 1 and groups 1", ir_op_name(n));
   if ((ks[0] || ks[1]) && (ks[0] != 3 || ks[1] != 3)) return diag_error(d, n->loc, "%s: only 3x3 kernels", ir_op_name(n));
   int64_t K = a->v[ATTR_CHANNELS].i[0];
   if (K < 1) return diag_error(d, n->loc, "%s: needs channels=", ir_op_name(n));
   layout_t wl, yl;
   shape_t want;
-  int64_t ud[4] = {m + 2, m + 2, x[1], K};
+  int64_t ud[4] = {al, al, x[1], K};
   if (layout_parse(kl, &wl) || wl.n < 4 || !strchr(wl.axis, 'H') || !strchr(wl.axis, 'W') || !strchr(wl.axis, 'I') ||
       !strchr(wl.axis, 'O') || layout_shape(&wl, "HWIO", ud, &want))
     return diag_error(d, n->loc, "%s: kernel_layout \"%s\" is not a layout of the HWIO transformed weight", ir_op_name(n), kl);
@@ -159,12 +167,13 @@ static temper_status infer_conv2d_winograd(diag *d, node *n, shape_t *o) {
     type_t tw = {.kind = TY_TENSOR, .shape = want}, tg = {.kind = TY_TENSOR, .shape = n->args[1]->ty.shape};
     print_type(sw, sizeof sw, &tw);
     print_type(sg, sizeof sg, &tg);
-    return diag_error(d, n->loc, "%s: the transformed weight should be %s for tile_size=%lld, %lld input and %lld output channels, is %s",
-                      ir_op_name(n), sw, (long long)m, (long long)x[1], (long long)K, sg);
+    return diag_error(d, n->loc, "%s: the transformed weight should be %s for tile_size=%lld at stride %lld, %lld input and %lld output channels, is %s",
+                      ir_op_name(n), sw, (long long)m, (long long)s, (long long)x[1], (long long)K, sg);
   }
   if (layout_parse(ol, &yl) || yl.n < 4 || yl.n > 5 || strncmp(yl.axis, "NCHW", 4) || (yl.n == 5 && yl.axis[4] != 'c'))
     return diag_error(d, n->loc, "%s: out_layout \"%s\" is not supported (use NCHW or NCHW<b>c)", ir_op_name(n), ol);
-  int64_t y[4] = {x[0], K, x[2] + pad[0] + pad[2] - 2, x[3] + pad[1] + pad[3] - 2};
+  int64_t eh = x[2] + pad[0] + pad[2], ew = x[3] + pad[1] + pad[3];
+  int64_t y[4] = {x[0], K, eh < 3 ? 0 : (eh - 3) / s + 1, ew < 3 ? 0 : (ew - 3) / s + 1};
   if (y[2] < 1 || y[3] < 1) return diag_error(d, n->loc, "%s: the 3x3 kernel is larger than the padded input", ir_op_name(n));
   if (yl.n == 5 && K % yl.factor[4])
     return diag_error(d, n->loc, "%s: out_layout \"%s\" does not divide the %lld output channels", ir_op_name(n), ol, (long long)K);

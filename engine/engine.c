@@ -72,7 +72,7 @@ double engine_tolerance(const temper_graph *g) {
     node **body = ir_topo(&s, fn->body, &m);
     for (int k = 0; body && k < m; k++)
       if (body[k]->kind == N_CALL && body[k]->op == OP_CONV2D_WINOGRAD) {
-        double t = winograd_tolerance((int)body[k]->attrs->v[ATTR_TILE_SIZE].i[0]);
+        double t = winograd_tolerance((int)body[k]->attrs->v[ATTR_TILE_SIZE].i[0], (int)body[k]->attrs->v[ATTR_STRIDES].i[0]);
         if (t > tol) tol = t;
       }
   }

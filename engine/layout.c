@@ -108,6 +108,7 @@ static node *alter_winograd(temper_graph *g, alter *a, node *n, node **args, con
   node *u = ir_call(g, OP_WINOGRAD_WEIGHT, 1, &args[1], NULL);
   if (!x || !u) return NULL;
   u->attrs->v[ATTR_TILE_SIZE].i[0] = l->tile;
+  u->attrs->v[ATTR_STRIDES].i[0] = sp->w.sh, u->attrs->v[ATTR_STRIDES].i[1] = sp->w.sw;
   node *ut = ir_call(g, OP_LAYOUT_TRANSFORM, 1, &u, NULL);
   if (!ut) return NULL;
   strcpy(ut->attrs->v[ATTR_SRC_LAYOUT].s, "HWIO");

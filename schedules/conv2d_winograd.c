@@ -1,5 +1,6 @@
-/* conv2d_winograd.c: 3×3, stride-1 conv2d by Winograd's F(m×m, 3×3)
- * (compiler/winograd.c has the matrices). Input NCHW<ib>c, transformed
+/* conv2d_winograd.c: 3×3 conv2d of stride 1 or 2 by Winograd's F(m×m, 3×3)
+ * (compiler/winograd.c has the matrices; stride 2 through its four input
+ * phases, alpha = 2m + 1). Input NCHW<ib>c, transformed
  * weights U in OHWI<ob>o ([K/ob][alpha][alpha][C][ob], made at compile time
  * by nn.contrib_conv2d_winograd_weight_transform), output NCHW<ob>c.
  *
@@ -26,7 +27,7 @@
 typedef struct wino {
   conv_ctx *c;
   wino_mats mt;
-  int64_t m, a, tb, rt, par, stage, unroll_c, split;   /* tb: tiles of a block; rt: of a register tile */
+  int64_t m, s, a, tb, rt, par, stage, unroll_c, split;   /* s: stride; a: alpha; tb: tiles of a block; rt: of a register tile */
   int64_t TH, TW, P1, TB;
   int vb, mb;            /* local buffers V and M */
   int v_n, v_blk, v_kb, v_g;   /* v_g: the oc group (par=0) */
@@ -65,7 +66,7 @@ static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, le
   lfunc *f = c->f;
   const conv_workload *w = &c->w;
   int a = (int)k->a;
-  lexpr *d[64], *tmp[64];
+  lexpr *d[81], *tmp[81];
   for (int i = 0; i < a; i++)
     for (int j = 0; j < a; j++) {
       lexpr *ih = lx_add(f, ih0, CI(c, i)), *iw = lx_add(f, iw0, CI(c, j));
@@ -79,7 +80,7 @@ static void input_tile(wino *k, lstmt *blk, lexpr *icb, lexpr *t, lexpr *ih0, le
   /* tmp = Bᵀ d, then V = tmp B (V[i][j] = Σ_k tmp[i][k] Bᵀ[j][k]) */
   for (int i = 0; i < a; i++)
     for (int j = 0; j < a; j++) {
-      lexpr *col[8];
+      lexpr *col[9];
       for (int r = 0; r < a; r++) col[r] = d[r * a + j];
       tmp[i * a + j] = lin(f, blk, k->mt.BT[i], 1, col, a, li);
     }
@@ -106,8 +107,8 @@ static void input_transform(wino *k, lstmt *blk, lexpr *p0, int tbn) {
   lstmt *lt = ls_add(f, lc, ls_for(f, v_t, CI(c, 0), CI(c, tbn), LOOP_SERIAL));
   int v_th, v_tw;
   tile_origin(k, lt, lx_add(f, p0, CV(c, v_t)), &v_th, &v_tw);
-  lexpr *ih0 = lx_bin(f, LO_SUB, lx_mul(f, CV(c, v_th), CI(c, k->m)), CI(c, w->pt));
-  lexpr *iw0 = lx_bin(f, LO_SUB, lx_mul(f, CV(c, v_tw), CI(c, k->m)), CI(c, w->pl));
+  lexpr *ih0 = lx_bin(f, LO_SUB, lx_mul(f, CV(c, v_th), CI(c, k->s * k->m)), CI(c, w->pt));
+  lexpr *iw0 = lx_bin(f, LO_SUB, lx_mul(f, CV(c, v_tw), CI(c, k->s * k->m)), CI(c, w->pl));
   lexpr *inside = lx_bin(f, LO_AND, lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), ih0), lx_bin(f, LO_LE, lx_add(f, ih0, CI(c, k->a)), CI(c, w->H))),
                          lx_bin(f, LO_AND, lx_bin(f, LO_LE, CI(c, 0), iw0), lx_bin(f, LO_LE, lx_add(f, iw0, CI(c, k->a)), CI(c, w->W))));
   lstmt *br = ls_add(f, lt, ls_if(f, inside));
@@ -207,7 +208,7 @@ static void output_transform(wino *k, lstmt *blk, lexpr *kb, lexpr *mk, lexpr *p
   tile_origin(k, lt, lx_add(f, p0, CV(c, v_t)), &v_th, &v_tw);
   int ragged_h = c->OH % m != 0, ragged_w = c->OW % m != 0;
   for (int j = 0; j < c->nv; j++) {
-    lexpr *mv[64], *tmp[64];
+    lexpr *mv[81], *tmp[54];
     for (int e = 0; e < a * a; e++) {
       lexpr *mi = lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, lx_add(f, lx_mul(f, mk, CI(c, (int64_t)a * a)), CI(c, e)), CI(c, k->tb)), CV(c, v_t)),
                                    CI(c, c->ob)), CI(c, (int64_t)j * c->lanes));
@@ -217,7 +218,7 @@ static void output_transform(wino *k, lstmt *blk, lexpr *kb, lexpr *mk, lexpr *p
     }
     for (int i = 0; i < m; i++)   /* tmp = Aᵀ M  (m × alpha) */
       for (int q = 0; q < a; q++) {
-        lexpr *col[8];
+        lexpr *col[9];
         for (int r = 0; r < a; r++) col[r] = mv[r * a + q];
         tmp[i * a + q] = lin(f, lt, k->mt.AT[i], 1, col, a, c->lanes);
       }
@@ -272,9 +273,10 @@ temper_status sched_conv2d_winograd(prim *p, int vec, diag *d) {
   wino k = {.c = &c, .m = cfg_get(&c.space, &c.cfg, K_TILE), .tb = winograd_block(&c.space, &c.cfg), .rt = cfg_get(&c.space, &c.cfg, K_T_BN),
             .par = cfg_get(&c.space, &c.cfg, K_PAR), .stage = cfg_get(&c.space, &c.cfg, K_STAGE),
             .unroll_c = cfg_get(&c.space, &c.cfg, K_UNROLL_C), .split = cfg_get(&c.space, &c.cfg, K_OC_SPLIT)};
-  if (c.x_nchw || winograd_mats((int)k.m, &k.mt))
-    return diag_fail(d, TEMPER_EINTERNAL, "conv2d_winograd: needs a blocked input and tile 2, 4 or 6");
-  k.a = k.m + 2;
+  k.s = c.w.sh;
+  if (c.x_nchw || c.w.sw != k.s || winograd_mats((int)k.m, (int)k.s, &k.mt))
+    return diag_fail(d, TEMPER_EINTERNAL, "conv2d_winograd: needs a blocked input, one stride both ways and a tile of that stride");
+  k.a = k.mt.a;
   k.TH = (c.OH + k.m - 1) / k.m;
   k.TW = (c.OW + k.m - 1) / k.m;
   k.P1 = k.TH * k.TW;

@@ -88,11 +88,11 @@ int config_splits_rows(const task_space *s, const sched_config *c) {
 int workload_of(const node *n, conv_workload *w) {
   if (n->kind != N_CALL || !op_is_conv(n->op)) return -1;
   const attrs_t *a = n->attrs;
-  if (n->op == OP_CONV2D_WINOGRAD) {   /* 3×3, stride 1, dilation 1, one group; weights transformed */
+  if (n->op == OP_CONV2D_WINOGRAD) {   /* 3×3, stride 1 or 2, dilation 1, one group; weights transformed */
     const shape_t *x = &n->args[0]->ty.shape;
     int xb = layout_block(a->v[ATTR_DATA_LAYOUT].s, 'c');
-    const int64_t *p = a->v[ATTR_PADDING].i;
-    *w = (conv_workload){x->d[0], x->d[1] * (xb ? xb : 1), x->d[2], x->d[3], a->v[ATTR_CHANNELS].i[0], 3, 3, 1, 1, p[0], p[1], p[2], p[3], 1, 1, 1};
+    const int64_t *p = a->v[ATTR_PADDING].i, *st = a->v[ATTR_STRIDES].i;
+    *w = (conv_workload){x->d[0], x->d[1] * (xb ? xb : 1), x->d[2], x->d[3], a->v[ATTR_CHANNELS].i[0], 3, 3, st[0], st[1], p[0], p[1], p[2], p[3], 1, 1, 1};
     return 0;
   }
   const shape_t *x = &n->args[0]->ty.shape, *k = &n->args[1]->ty.shape;
@@ -279,7 +279,8 @@ void space_build_for(const conv_workload *w, int vec, int64_t l1d, int64_t l2, t
     tmpl_space *t = &s->t[s->n_tmpl];
     t->tmpl = TMPL_WINOGRAD;
     knob *m = add_knob(t, K_TILE, KNOB_CHOICE);     /* the output tile m of F(m×m, 3×3) */
-    m->vals[m->n++] = 2, m->vals[m->n++] = 4, m->vals[m->n++] = 6;
+    if (w->sh == 1) m->vals[m->n++] = 2, m->vals[m->n++] = 4, m->vals[m->n++] = 6;
+    else m->vals[m->n++] = 2, m->vals[m->n++] = 3, m->vals[m->n++] = 4;   /* stride 2: alpha 5, 7, 9 */
     divisors(add_knob(t, K_IC_BN, KNOB_SPLIT), w->C, 64, 1);
     channel_blocks(add_knob(t, K_OC_BN, KNOB_SPLIT), w->K, vec);
     tiles(add_knob(t, K_T_BN, KNOB_SPLIT), winograd_tiles(w, 2));   /* tiles per register block */
@@ -417,7 +418,7 @@ int space_valid(const task_space *s, const sched_config *c) {
 }
 
 int winograd_applies(const conv_workload *w) {
-  return w->R == 3 && w->S == 3 && w->sh == 1 && w->sw == 1 && w->dh == 1 && w->dw == 1 && w->G == 1;
+  return w->R == 3 && w->S == 3 && w->sh == w->sw && (w->sh == 1 || w->sh == 2) && w->dh == 1 && w->dw == 1 && w->G == 1;
 }
 
 int64_t winograd_tiles(const conv_workload *w, int64_t m) {
@@ -431,7 +432,7 @@ int64_t winograd_block(const task_space *s, const sched_config *c) {
 
 void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_floats, int64_t *m_floats) {
   const conv_workload *w = &s->w;
-  int64_t m = cfg_get(s, c, K_TILE), ob = cfg_get(s, c, K_OC_BN), a2 = (m + 2) * (m + 2);
+  int64_t m = cfg_get(s, c, K_TILE), ob = cfg_get(s, c, K_OC_BN), al = winograd_alpha((int)m, (int)w->sh), a2 = al * al;
   int64_t tiles = winograd_tiles(w, m), tb = winograd_block(s, c);
   if (tb > tiles) tb = tiles;
   /* M holds every oc-block of the task when they are all multiplied first */
@@ -717,9 +718,24 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
   if (!t) t = space_tmpl(s, TMPL_1X1);
   /* wide layers: Winograd where the transformed input of one tile block of
    * all the tiles fits L2 (below) */
-  int wide = w->C * w->K > 256 * 256 && 4 * 16 * w->C * winograd_tiles(w, 2) <= s->l2;
+  int wide = w->sh == 1 && w->C * w->K > 256 * 256 && 4 * 16 * w->C * winograd_tiles(w, 2) <= s->l2;
+  /* the tile: stride 1, 4 up to C·K = 128², 2 beyond (below); stride 2,
+   * 2 (alpha 5: 25 points, 1.44× fewer multiplications than direct, its
+   * transformed weights 25/9 of the direct ones), where each transformed
+   * weight meets at least 32 tiles. ResNet-50's 3×3 stride-2 layers on Zen
+   * 5, best Winograd against best direct alone (bench/conv2d --winograd):
+   * 56×56×128 1.37× (tile 4: alpha 9, 81 points, 1.78× fewer), 28×28×256
+   * 1.37× (tile 2), 14×14×512 (16 tiles, 26 MB of weights for 16 uses each)
+   * 0.79×. In the model (weights from memory, 5.3 MB at tile 4) the
+   * 56×56×128 layer took 0.90 ms in sequence at tile 2, 1.04 at 3, 1.07 at
+   * 4, 1.21 direct (bench/RESULTS.md). Measured so far on Zen 5 only
+   * (AVX-512, 1 MB L2): on a 2 MB L2 (the Intel kinds, whose direct
+   * defaults for these layers were fitted there) and with AVX2 the direct
+   * default stays until measured; the space has the template everywhere */
+  int64_t m = w->sh == 2 ? 2 : w->C * w->K <= 128 * 128 ? 4 : 2;
+  int stride2 = w->sh == 2 && vec >= 16 && s->l2 <= 1 << 20 && w->C * w->K <= 256 * 256 && winograd_tiles(w, m) >= 32;
   if (!t && allow_winograd && w->C >= vec && w->K >= vec &&
-      ((w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64) || wide))
+      ((w->sh == 1 && ((w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64) || wide)) || stride2))
     t = space_tmpl(s, TMPL_WINOGRAD);
   if (!t) t = &s->t[0];
   memset(c, 0, sizeof *c);
@@ -742,7 +758,6 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * measured 2–7 % slower on whole untuned ResNets than these blocks with
      * the transforms. The layout pass falls back to direct for weights that
      * are not constants. */
-    int64_t m = w->C * w->K <= 128 * 128 ? 4 : 2;
     set_knob(t, c, K_TILE, m);
     if (wide) {
       /* Wider than 256² (ResNet's 7×7 layers of 512 channels, 16 tiles of
@@ -800,10 +815,21 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * groups at one thread and 0.74–0.78× at two, and the 28×28 ones, whose
      * input fits half of that L2, 0.76–0.80× and 0.78× (bench/RESULTS.md,
      * 2026-12-06) */
-    int64_t wt = (m + 2) * (m + 2) * w->C * w->K, split = 1, v, m2;
+    int64_t al = winograd_alpha((int)m, (int)w->sh), wt = al * al * w->C * w->K, split = 1, v, m2;
     set_knob(t, c, K_OC_SPLIT, 1);
     winograd_scratch(s, c, &v, &m2);
-    if (tiles > tb && 4 * (wt + v + m2) > s->l2) {
+    if (w->sh == 2) {
+      /* stride 2: a group transforms its blocks' input again, 25 points
+       * from 25 inputs per tile (stride 1 at tile 4: 36 from 36 for 16
+       * outputs, not 4): no groups, but two where fewer than 8 tile blocks
+       * cannot keep two threads even. ResNet-50's 56×56×128 layer (14
+       * blocks) in the model, Zen 5: 0.91 / 0.49 ms at one / two threads
+       * with one group against 1.09 / 0.60 with the groups below; the
+       * 28×28×256 one (4 blocks, the last of 7 tiles) 0.58 ms at two threads
+       * with two groups against 0.66, 1.02–1.06 at one either way */
+      int64_t blocks = (tiles + tb - 1) / tb;
+      split = blocks < 8 && (w->K / ob) % 2 == 0 ? 2 : 1;
+    } else if (tiles > tb && 4 * (wt + v + m2) > s->l2) {
       if (one_block_two_groups(s, t, c, tiles, tb, wt)) return;
       while (split < 4 && 4 * wt / split > s->l2 / 2 && (w->K / ob) % (split * 2) == 0) split *= 2;
       set_knob(t, c, K_OC_SPLIT, split);

@@ -73,12 +73,12 @@ void cm_features(const task_space *sp, const sched_config *c, float *f) {
   f[16] = (float)(((span + cols - 1) / cols) * cols - span) / (float)span;
   f[17] = lg((double)OW), f[18] = lg((double)w->C), f[19] = lg((double)w->K), f[20] = (float)w->R, f[21] = (float)w->sh;
   if (c->tmpl == TMPL_WINOGRAD) {
-    int64_t m = cfg_get(sp, c, K_TILE), a2 = (m + 2) * (m + 2), TH = (OH + m - 1) / m, TW = (OW + m - 1) / m;
+    int64_t m = cfg_get(sp, c, K_TILE), al = winograd_alpha((int)m, (int)w->sh), a2 = al * al, TH = (OH + m - 1) / m, TW = (OW + m - 1) / m;
     f[4] = (float)m;
     f[10] = (float)(ib * ob * 4) / 49152.0f;
     f[11] = (float)(a2 * w->C * cols * 4) / 1048576.0f;
     f[12] = (float)(a2 * w->C * ob * 4) / 1048576.0f;
-    f[13] = lg((double)a2 / (double)(m * m) / 9.0);
+    f[13] = lg((double)a2 / (double)(m * m) / 9.0);   /* multiplications per output against direct */
     int64_t split = cfg_get(sp, c, K_OC_SPLIT);
     f[7] = (float)par + 2.0f * lg((double)split);
     f[15] = lg((double)(w->N * ((TH * TW + cols - 1) / cols) * (par ? w->K / ob : split)) / 2.0);

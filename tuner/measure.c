@@ -28,7 +28,8 @@ temper_status task_function(const tune_task *t, const sched_config *cfg, temper_
   if (!g) return diag_fail(d, TEMPER_ENOMEM, "out of memory");
   shape_t xs = {5, {w->N, w->C / l.in_blk, w->H, w->W, l.in_blk}};
   shape_t ws = {6, {w->K / l.ob, w->C / w->G / l.ki, w->R, w->S, l.ki, l.ob}};
-  if (l.tile) ws = (shape_t){5, {w->K / l.ob, l.tile + 2, l.tile + 2, w->C, l.ob}};   /* transformed: OHWI<ob>o */
+  int64_t al = l.tile ? winograd_alpha((int)l.tile, (int)w->sh) : 0;
+  if (l.tile) ws = (shape_t){5, {w->K / l.ob, al, al, w->C, l.ob}};   /* transformed: OHWI<ob>o */
   node *x = ir_var(g, "p0", &xs), *k = ir_var(g, "p1", &ws);
   node *args[2] = {x, k};
   node *c = x && k ? ir_call(g, l.tile ? OP_CONV2D_WINOGRAD : OP_CONV2D, 2, args, NULL) : NULL;
@@ -343,14 +344,14 @@ static void serve(cg_jit *jit, task_data *td, temper_pool **pool, int *pool_thre
   ref_relayout(td->x, "NCHW", xb, c->attrs->v[ATTR_DATA_LAYOUT].s, "NCHW", td->xd);
   double tolerance = 1e-4;
   if (c->op == OP_CONV2D_WINOGRAD) {   /* weights transformed as the compiler does, in the kernel's layout */
-    int m = (int)c->attrs->v[ATTR_TILE_SIZE].i[0];
-    int64_t ud[4] = {m + 2, m + 2, w.C, w.K};
+    int m = (int)c->attrs->v[ATTR_TILE_SIZE].i[0], st = (int)w.sh, al = winograd_alpha(m, st);
+    int64_t ud[4] = {al, al, w.C, w.K};
     float *u = malloc(sizeof(float) * (size_t)(ud[0] * ud[1] * ud[2] * ud[3]));
     if (!u) { reply(DB_RUNTIME_ERROR, 0, times, "runner: out of memory"); goto out; }
-    winograd_weight(td->w, w.K, w.C, m, u);
+    winograd_weight(td->w, w.K, w.C, m, st, u);
     ref_relayout(u, "HWIO", wb, c->attrs->v[ATTR_KERNEL_LAYOUT].s, "HWIO", ud);
     free(u);
-    tolerance = winograd_tolerance(m);
+    tolerance = winograd_tolerance(m, st);
   } else
     ref_relayout(td->w, "OIHW", wb, c->attrs->v[ATTR_KERNEL_LAYOUT].s, "OIHW", td->wd);
   ref_relayout(td->y, "NCHW", want, c->attrs->v[ATTR_OUT_LAYOUT].s, "NCHW", td->yd);

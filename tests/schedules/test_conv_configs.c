@@ -55,11 +55,15 @@ static const shape_case cases[] = {
     {"wino_c10_k16_w13_p0", 10, 13, 13, 16, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1},
     {"wino_c3_k10_h7_w13_p2", 3, 7, 13, 10, 3, 3, 1, 1, 2, 2, 2, 2, 1, 1},
     {"wino_c16_k10_w7_asym", 16, 7, 7, 10, 3, 3, 1, 1, 0, 2, 2, 0, 1, 1},
+    /* Winograd at stride 2 (alpha 2m + 1): odd height, even width, padding on two sides only */
+    {"wino_s2_c16_k24_h9_w14_asym", 16, 9, 14, 24, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1},
 };
 
-/* worst relative error seen per Winograd tile (index m / 2 - 1), reported at the end */
-static double wino_worst[3];
-static int wino_count[3];
+/* worst relative error seen per Winograd tile and stride (wino_slot), reported at the end */
+static double wino_worst[6];
+static int wino_count[6];
+static const int wino_tile[6] = {2, 4, 6, 2, 3, 4}, wino_stride[6] = {1, 1, 1, 2, 2, 2};
+static int wino_slot(int m, int s) { return s == 1 ? m / 2 - 1 : 3 + m - 2; }
 
 typedef struct fixed { const char *key; sched_config cfg; } fixed;
 
@@ -156,10 +160,11 @@ static void run_case(const shape_case *sc, uint64_t seed) {
     }
     /* Winograd's error grows with the tile: its documented bound (compiler/winograd.c) */
     int tile = cfg.tmpl == TMPL_WINOGRAD ? (int)cfg_get(&sp, &cfg, K_TILE) : 0;
-    double limit = tile ? winograd_tolerance(tile) : 1e-4;
+    double limit = tile ? winograd_tolerance(tile, sc->sh) : 1e-4;
     if (tile) {
-      if (err / scale > wino_worst[tile / 2 - 1]) wino_worst[tile / 2 - 1] = err / scale;
-      wino_count[tile / 2 - 1]++;
+      int slot = wino_slot(tile, sc->sh);
+      if (err / scale > wino_worst[slot]) wino_worst[slot] = err / scale;
+      wino_count[slot]++;
     }
     if (!(err / scale < limit))
       fprintf(stderr, "%s seed %llu setting %d blocked-input %d config %s: relative error %g (limit %g)\n", sc->name,
@@ -177,9 +182,10 @@ static void test_random_configs_match_reference(void **state) {
   (void)state;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     if (part < 0 || (int)(i % 2) == part) run_case(&cases[i], 1000 + i);
-  for (int t = 0; t < 3; t++)
-    if (wino_count[t]) printf("winograd tile %d: worst relative error %.2e over %d configs (bound %.0e)\n", 2 * t + 2, wino_worst[t],
-                              wino_count[t], winograd_tolerance(2 * t + 2));
+  for (int t = 0; t < 6; t++)
+    if (wino_count[t])
+      printf("winograd tile %d stride %d: worst relative error %.2e over %d configs (bound %.0e)\n", wino_tile[t], wino_stride[t],
+             wino_worst[t], wino_count[t], winograd_tolerance(wino_tile[t], wino_stride[t]));
 }
 
 /* index → config → index round-trips; text forms parse back; bad configs are refused by name */
@@ -493,7 +499,7 @@ static void test_winograd_oc_split_matches_reference(void **state) {
       pipeline_opts o = {.vec = engine->target.vec, .choose = choose_fixed, .ctx = &fx};
       check_against_reference_with("def @main(%x: Tensor[(1, 64, 14, 14), float32], %w: Tensor[(64, 64, 3, 3), float32]) {\n"
                                    "  nn.conv2d(%x, %w, padding=[1, 1, 1, 1])\n}\n",
-                                   threads, &o, winograd_tolerance((int)cfg_get(&sp, &fx.cfg, K_TILE)));
+                                   threads, &o, winograd_tolerance((int)cfg_get(&sp, &fx.cfg, K_TILE), 1));
     }
 }
 
@@ -585,7 +591,7 @@ static void test_reads_producer_blocks(void **state) {
              "  %%0 = nn.conv2d(%%x, %%w1);\n  %%1 = nn.relu(%%0);\n  nn.conv2d(%%1, %%w2%s)\n}\n",
              cases[i].k3 ? 3 : 1, cases[i].k3 ? 3 : 1, cases[i].k3 ? ", padding=[1, 1, 1, 1]" : "");
     assert_int_equal(count_transforms(text, &o), cases[i].transforms);
-    double tol = fx.b.cfg.tmpl == TMPL_WINOGRAD ? winograd_tolerance((int)cfg_get(&sb, &fx.b.cfg, K_TILE)) : 1e-4;
+    double tol = fx.b.cfg.tmpl == TMPL_WINOGRAD ? winograd_tolerance((int)cfg_get(&sb, &fx.b.cfg, K_TILE), 1) : 1e-4;
     for (int threads = 1; threads <= 2; threads++) check_against_reference_with(text, threads, &o, tol);
   }
 }

@@ -135,7 +135,7 @@ static void test_defaults_fit_the_machine(void **state) {
   conv_workload s2 = {1, 256, 28, 28, 256, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
   build_for(&s2, 16, 48 << 10, 1 << 20, &sp);
   assert_true(conv_split_rows(&sp));
-  config_default(&sp, &c);
+  config_default_direct(&sp, &c, 0);   /* the direct default (weights that are not constants) */
   assert_true(cfg_get(&sp, &c, K_OH_BN) >= 2);
   build_for(&s2, 16, 48 << 10, 64 << 20, &sp);
   assert_true(conv_split_rows(&sp));
@@ -299,6 +299,51 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(winograd_block(&sp, &c), 8);
 }
 
+/* Winograd at stride 2: its tile knob (2, 3, 4: alpha 5, 7, 9), and the
+ * default on an AVX-512 core with a 1 MiB L2 (Zen 5, where it was
+ * measured) for ResNet-50's stride-2 3×3 layers — tile 2, no channel
+ * groups with 14 tile blocks, two with 4 — and direct for the 14×14×512
+ * one (16 tiles), on a 2 MiB L2 and with AVX2 */
+static void test_stride2_winograd_defaults(void **state) {
+  (void)state;
+  task_space sp;
+  sched_config c;
+  conv_workload s3 = {1, 128, 56, 56, 128, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1}, s4 = {1, 256, 28, 28, 256, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},
+                s5 = {1, 512, 14, 14, 512, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1};
+  build_for(&s3, 16, 48 << 10, 1 << 20, &sp);
+  const tmpl_space *wt = space_tmpl(&sp, TMPL_WINOGRAD);
+  assert_non_null(wt);
+  assert_int_equal(wt->knobs[0].id, K_TILE);
+  assert_int_equal(wt->knobs[0].n, 3);
+  assert_int_equal(wt->knobs[0].vals[1], 3);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+  assert_int_equal(cfg_get(&sp, &c, K_TILE), 2);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 1);
+  assert_true(space_valid(&sp, &c));
+  build_for(&s4, 16, 48 << 10, 1 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+  assert_int_equal(cfg_get(&sp, &c, K_TILE), 2);
+  assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
+  build_for(&s5, 16, 48 << 10, 1 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  build_for(&s3, 16, 48 << 10, 2 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  build_for(&s3, 8, 32 << 10, 512 << 10, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_NCHWC);
+  /* stride 3, or 2 one way only: no Winograd template */
+  conv_workload s23 = s3;
+  s23.sw = 1;
+  build_for(&s23, 16, 48 << 10, 1 << 20, &sp);
+  assert_null(space_tmpl(&sp, TMPL_WINOGRAD));
+  s23.sh = s23.sw = 3;
+  build_for(&s23, 16, 48 << 10, 1 << 20, &sp);
+  assert_null(space_tmpl(&sp, TMPL_WINOGRAD));
+}
 static void test_host_caches(void **state) {
   (void)state;
   int64_t l1d, l2;
@@ -341,6 +386,6 @@ static void test_default_reads_producer_block(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_keys_round_trip_and_refuse), cmocka_unit_test(test_knobs_and_layouts),
                                      cmocka_unit_test(test_defaults_fit_the_machine), cmocka_unit_test(test_host_caches),
-                                     cmocka_unit_test(test_default_reads_producer_block)};
+                                     cmocka_unit_test(test_default_reads_producer_block), cmocka_unit_test(test_stride2_winograd_defaults)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
