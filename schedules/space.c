@@ -445,10 +445,15 @@ void winograd_scratch(const task_space *s, const sched_config *c, int64_t *v_flo
 static void set_knob(const tmpl_space *t, sched_config *c, knob_id k, int64_t want) {
   for (int i = 0; i < t->n_knobs; i++) {
     if (t->knobs[i].id != k) continue;
-    int64_t best = t->knobs[i].vals[0];
-    for (int j = 0; j < t->knobs[i].n; j++)
-      if (t->knobs[i].vals[j] <= want) best = t->knobs[i].vals[j];
-    c->v[i] = best;
+    /* the largest candidate ≤ want, else the smallest (added candidates
+     * come last, not always in order) */
+    const knob *kn = &t->knobs[i];
+    int64_t best = -1, least = kn->vals[0];
+    for (int j = 0; j < kn->n; j++) {
+      if (kn->vals[j] <= want && kn->vals[j] > best) best = kn->vals[j];
+      if (kn->vals[j] < least) least = kn->vals[j];
+    }
+    c->v[i] = best >= 0 ? best : least;
   }
 }
 
