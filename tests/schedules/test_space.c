@@ -302,7 +302,7 @@ static void test_defaults_fit_the_machine(void **state) {
 /* Winograd at stride 2: its tile knob (2, 3, 4: alpha 5, 7, 9), and the
  * default on an AVX-512 core with a 1 MiB L2 (Zen 5, where it was
  * measured) for ResNet-50's stride-2 3×3 layers — tile 2, no channel
- * groups with 14 tile blocks, two with 4 — and direct for the 14×14×512
+ * groups with 14 tile blocks, two and one block of all tiles with 4 — and direct for the 14×14×512
  * one (16 tiles), on a 2 MiB L2 and with AVX2 */
 static void test_stride2_winograd_defaults(void **state) {
   (void)state;
@@ -326,6 +326,10 @@ static void test_stride2_winograd_defaults(void **state) {
   assert_int_equal(c.tmpl, TMPL_WINOGRAD);
   assert_int_equal(cfg_get(&sp, &c, K_TILE), 2);
   assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
+  /* its 49 tiles in one block of four register tiles of 14 */
+  assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 4);
+  assert_int_equal(winograd_block(&sp, &c), 49);
+  assert_int_equal(cfg_get(&sp, &c, K_STAGE), 0);
   build_for(&s5, 16, 48 << 10, 1 << 20, &sp);
   config_default(&sp, &c);
   assert_int_equal(c.tmpl, TMPL_NCHWC);
