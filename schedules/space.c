@@ -697,12 +697,13 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
  * and two groups, so that two threads each stream half of them — where
  * the block's transformed input fits L2 and the weights (wt floats) are at
  * least four times it, so that reading them once is worth the block's
- * hold on L2. Keeps c and returns 1 if it applies; else leaves c as it
- * was. ResNet-50's 14×14 layers on Zen 5
- * (1 MB L2; 4.2 MB of weights, 800 KB of transformed input): in the
- * model, against one group of 14-tile blocks, 0.89–0.90× at one thread
- * and 0.69–0.78× at two (bench/RESULTS.md). */
-static int one_block_two_groups(const task_space *s, const tmpl_space *t, sched_config *c, int64_t tiles, int64_t tb, int64_t wt) {
+ * hold on L2 (any_l2: whatever that hold, for stride 2, below). Keeps c
+ * and returns 1 if it applies; else leaves c as it was. ResNet-50's 14×14
+ * layers on Zen 5 (1 MB L2; 4.2 MB of weights, 800 KB of transformed
+ * input): in the model, against one group of 14-tile blocks, 0.89–0.90×
+ * at one thread and 0.69–0.78× at two (bench/RESULTS.md). */
+static int one_block_two_groups(const task_space *s, const tmpl_space *t, sched_config *c, int64_t tiles, int64_t tb, int64_t wt,
+                                int any_l2) {
   sched_config was = *c;
   int64_t ob = cfg_get(s, c, K_OC_BN), v, m2;
   set_knob(t, c, K_T_BLK, (tiles + tb - 1) / tb);
@@ -711,7 +712,8 @@ static int one_block_two_groups(const task_space *s, const tmpl_space *t, sched_
   set_knob(t, c, K_STAGE, 0);
   set_knob(t, c, K_OC_SPLIT, (s->w.K / ob) % 2 == 0 ? 2 : 1);
   winograd_scratch(s, c, &v, &m2);
-  if (r > 1 && cfg_get(s, c, K_T_BN) * r >= tiles && 4 * v <= s->l2 && (wt >= 4 * v || 8 * v <= s->l2) && space_valid(s, c)) return 1;
+  int l2_ok = any_l2 || (4 * v <= s->l2 && (wt >= 4 * v || 8 * v <= s->l2));
+  if (r > 1 && cfg_get(s, c, K_T_BN) * r >= tiles && l2_ok && space_valid(s, c)) return 1;
   *c = was;
   return 0;
 }
@@ -834,21 +836,13 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
        * with two groups against 0.66, 1.02–1.06 at one either way */
       int64_t blocks = (tiles + tb - 1) / tb;
       split = blocks < 8 && (w->K / ob) % 2 == 0 ? 2 : 1;
-      if (blocks > 1 && blocks < 8) {
-        /* and there one block of all the tiles (up to 4 register tiles),
-         * reading the weights once: what refine kept for the 28×28×256
-         * layer at one thread (−0.61 % of the model, 31 of 40 pairs) and
-         * the best of the sweep at two */
-        sched_config was = *c;
-        set_knob(t, c, K_T_BLK, blocks);
-        int64_t r = cfg_get(s, c, K_T_BLK);
-        set_knob(t, c, K_T_BN, fewest_covering(t, K_T_BN, r, tiles, tb));
-        set_knob(t, c, K_STAGE, 0);
-        set_knob(t, c, K_OC_SPLIT, split);
-        if (!(cfg_get(s, c, K_T_BN) * r >= tiles && space_valid(s, c))) *c = was;
-      }
+      /* and there one block of all the tiles (up to 4 register tiles),
+       * reading the weights once: what refine kept for the 28×28×256
+       * layer at one thread (−0.61 % of the model, 31 of 40 pairs) and
+       * the best of the sweep at two */
+      if (blocks < 8 && one_block_two_groups(s, t, c, tiles, tb, wt, 1)) return;
     } else if (tiles > tb && 4 * (wt + v + m2) > s->l2) {
-      if (one_block_two_groups(s, t, c, tiles, tb, wt)) return;
+      if (one_block_two_groups(s, t, c, tiles, tb, wt, 0)) return;
       while (split < 4 && 4 * wt / split > s->l2 / 2 && (w->K / ob) % (split * 2) == 0) split *= 2;
       set_knob(t, c, K_OC_SPLIT, split);
       winograd_scratch(s, c, &v, &m2);
