@@ -710,6 +710,63 @@ static void test_concatenation_in_blocks(void **state) {
                           "  %0 = nn.relu(%x);\n  concatenate((%0, %y), axis=-1)\n}", 2);
 }
 
+/* count of `what` in s */
+static int count_of(const char *s, const char *what) {
+  int n = 0;
+  for (const char *q = s; (q = strstr(q, what)); q += strlen(what)) n++;
+  return n;
+}
+
+/* A concatenation along the channels is one parallel loop over blocks of
+ * rows with every field inside (schedules/generic.c: concat_fields), not a
+ * parallel loop per field: in NCHW (lanes along W) and in channel blocks
+ * (DenseNet's, with the batch norm and ReLU after it), 17 fields and
+ * blocks of 3 rows (the most that leave 8 blocks of 24 rows); the values
+ * as the reference's at one and two threads. A concatenation of 1×1
+ * images keeps its loop per field. */
+static void test_concatenation_one_loop_over_rows(void **state) {
+  (void)state;
+  char text[4096];
+  int at = snprintf(text, sizeof text, "def @main(%%x: Tensor[(1, 16, 24, 20), float32]");
+  for (int i = 0; i < 16; i++) at += snprintf(text + at, sizeof text - (size_t)at, ", %%y%d: Tensor[(1, %d, 24, 20), float32]", i, 1 + i % 3);
+  at += snprintf(text + at, sizeof text - (size_t)at, ") {\n  %%0 = nn.relu(%%x);\n  concatenate((%%0");
+  for (int i = 0; i < 16; i++) at += snprintf(text + at, sizeof text - (size_t)at, ", %%y%d", i);
+  snprintf(text + at, sizeof text - (size_t)at, "), axis=1)\n}");
+  check_against_reference(text, 1);
+  check_against_reference(text, 2);
+  const char *loops_of[2] = {text,
+                             "def @main(%x: Tensor[(1, 3, 1, 1), float32], %y: Tensor[(1, 5, 1, 1), float32]) {\n"
+                             "  concatenate((%x, %y), axis=1)\n}"};
+  for (int k = 0; k < 2; k++) {
+    temper_graph *g = parse_ok(loops_of[k]);
+    diag d = {0};
+    assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
+    lfunc *f = NULL;
+    assert_int_equal(engine_lower_one(g->main->body->callee, &avx512, "k", &f, &d), TEMPER_OK);
+    char *loops = lf_print(f);
+    assert_int_equal(count_of(loops, "parallel for"), k == 0 ? 1 : 2);   /* 1×1 images: one per field */
+    if (k == 0) assert_non_null(strstr(loops, "parallel for nhb in [0, +8)"));
+    free(loops);
+    lf_free(f);
+    temper_graph_destroy(g);
+  }
+  /* in channel blocks: DenseNet's, the concatenation of conv2d outputs (17
+   * fields: %0 and 16 others of 8 channels) under a batch norm and ReLU */
+  char dense[8192];
+  at = snprintf(dense, sizeof dense,
+                "def @main(%%x: Tensor[(1, 16, 12, 7), float32], %%s: Tensor[(144, 1, 1), float32], %%wf: Tensor[(8, 144, 1, 1), float32]");
+  for (int i = 0; i < 16; i++) at += snprintf(dense + at, sizeof dense - (size_t)at, ", %%w%d: Tensor[(8, 16, 1, 1), float32]", i);
+  at += snprintf(dense + at, sizeof dense - (size_t)at, ") {\n");
+  for (int i = 0; i < 16; i++) at += snprintf(dense + at, sizeof dense - (size_t)at, "  %%%d = nn.conv2d(%%x, %%w%d);\n", i, i);
+  at += snprintf(dense + at, sizeof dense - (size_t)at, "  %%16 = concatenate((%%x");
+  for (int i = 0; i < 16; i++) at += snprintf(dense + at, sizeof dense - (size_t)at, ", %%%d", i);
+  snprintf(dense + at, sizeof dense - (size_t)at, "), axis=1);\n  %%17 = multiply(%%16, %%s);\n  %%18 = nn.relu(%%17);\n"
+                                                   "  nn.conv2d(%%18, %%wf)\n}");
+  pipeline_opts o = {.vec = engine->target.vec, .choose = choose_by_k};
+  check_against_reference_with(dense, 1, &o, 1e-4);
+  check_against_reference_with(dense, 2, &o, 1e-4);
+}
+
 /* a layer norm over the channels of NCHW<b>c, for blocks of whole vectors
  * (48: three of 16), of part of one (24, 6), of odd lanes (3, and 29 in two
  * blocks: the schedule's vectors the widest power of two dividing b), with
@@ -768,6 +825,7 @@ int main(void) {
       cmocka_unit_test(test_parallel_split),
       cmocka_unit_test(test_layout_transforms),
       cmocka_unit_test(test_concatenation_in_blocks),
+      cmocka_unit_test(test_concatenation_one_loop_over_rows),
       cmocka_unit_test(test_winograd_without_schedule_refused),
       cmocka_unit_test(test_layer_norm_hand_fused_refused),
       cmocka_unit_test(test_exp_against_libm),
