@@ -3,7 +3,7 @@
  * temper's default config, the best of a random sweep of N valid configs,
  * oneDNN (format_tag::any, forward inference). Medians of timed rounds.
  *
- * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd] [--db DB] [--config TEXT]...
+ * usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME | --shape C,H,W,K,k,s,p] [--threads T] [--all] [--winograd] [--db DB] [--config TEXT]...
  * (--config: a config, timed on every layer it applies to and printed; one
  * that applies to no layer swept ends the run with status 1, naming it)
  * (--db adds, per layer and thread count, the best direct config a tuning
@@ -245,12 +245,17 @@ static int descend(temper_engine *e, const bench_layer *L, const char *key, cons
   return 0;
 }
 
+/* the layers a run covers: bench_layers, or the one --shape names */
+static const bench_layer *layers = bench_layers;
+static size_t n_layers_all = sizeof bench_layers / sizeof *bench_layers;
+static bench_layer shape_layer;
+
 /* Winograd rows: every 3×3 layer of stride 1 or 2, best direct vs best Winograd vs oneDNN */
 static int winograd_rows(temper_engine *e, dnnl_engine_t eng, int sweep, uint64_t seed, const char *only, int all, int n_thr, const int *thr) {
   printf("| layer | thr | best direct GFLOP/s | best Winograd eff. GFLOP/s | oneDNN GFLOP/s | direct/oneDNN | Winograd/oneDNN | Winograd/direct | best Winograd config |\n");
   printf("|---|---|---|---|---|---|---|---|---|\n");
-  for (size_t li = 0; li < sizeof bench_layers / sizeof *bench_layers; li++) {
-    const bench_layer *L = &bench_layers[li];
+  for (size_t li = 0; li < n_layers_all; li++) {
+    const bench_layer *L = &layers[li];
     if ((!all && !L->resnet50) || (only && strcmp(only, L->name)) || L->k != 3 || L->stride > 2) continue;
     conv_workload w = {1, L->C, L->H, L->W, L->K, 3, 3, L->stride, L->stride, L->pad, L->pad, L->pad, L->pad, 1, 1, 1};
     task_space sp;
@@ -298,12 +303,21 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--sweep") && i + 1 < argc) sweep = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--layer") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {   /* C,H,W,K,kernel,stride,pad: a layer of another network */
+      bench_layer *L = &shape_layer;
+      if (sscanf(argv[++i], "%d,%d,%d,%d,%d,%d,%d", &L->C, &L->H, &L->W, &L->K, &L->k, &L->stride, &L->pad) != 7 || L->C < 1 || L->H < 1 ||
+          L->W < 1 || L->K < 1 || L->k < 1 || L->stride < 1 || L->pad < 0) {
+        fprintf(stderr, "bench/conv2d: --shape wants C,H,W,K,kernel,stride,pad (positive; pad 0 or more), not '%s'\n", argv[i]);
+        return 2;
+      }
+      L->name = argv[i], L->resnet50 = 1, layers = &shape_layer, n_layers_all = 1;
+    }
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) n_thr = 1, thr[0] = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--all")) all = 1;
     else if (!strcmp(argv[i], "--winograd")) wino = 1;
     else if (!strcmp(argv[i], "--db") && i + 1 < argc) dbpath = argv[++i];
     else if (!strcmp(argv[i], "--config") && i + 1 < argc && n_extra < 8) extra[n_extra++] = argv[++i];
-    else { fprintf(stderr, "usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME] [--threads T] [--all] [--winograd] [--db DB] [--config TEXT]...\n"); return 2; }
+    else { fprintf(stderr, "usage: bench/conv2d [--sweep N] [--seed S] [--layer NAME | --shape C,H,W,K,k,s,p] [--threads T] [--all] [--winograd] [--db DB] [--config TEXT]...\n"); return 2; }
   }
   rec_set recs = {0};
   if (dbpath) {
@@ -340,8 +354,8 @@ int main(int argc, char **argv) {
   printf("|---|---|---|---|---|---|---|---|---|\n");
   double lg_def[2] = {0}, lg_best[2] = {0};
   int n_layers = 0;
-  for (size_t li = 0; li < sizeof bench_layers / sizeof *bench_layers; li++) {
-    const bench_layer *L = &bench_layers[li];
+  for (size_t li = 0; li < n_layers_all; li++) {
+    const bench_layer *L = &layers[li];
     if ((!all && !L->resnet50) || (only && strcmp(only, L->name))) continue;
     conv_workload w = {1, L->C, L->H, L->W, L->K, L->k, L->k, L->stride, L->stride, L->pad, L->pad, L->pad, L->pad, 1, 1, 1};
     task_space sp;

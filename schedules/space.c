@@ -701,19 +701,28 @@ void config_default_direct(const task_space *s, sched_config *c, int allow_winog
  * and returns 1 if it applies; else leaves c as it was. ResNet-50's 14×14
  * layers on Zen 5 (1 MB L2; 4.2 MB of weights, 800 KB of transformed
  * input): in the model, against one group of 14-tile blocks, 0.89–0.90×
- * at one thread and 0.69–0.78× at two (bench/RESULTS.md). */
-static int one_block_two_groups(const task_space *s, const tmpl_space *t, sched_config *c, int64_t tiles, int64_t tb, int64_t wt,
-                                int any_l2) {
+ * at one thread and 0.69–0.78× at two (bench/RESULTS.md).
+ * With an odd number of oc-blocks there are no two groups, and one block
+ * in one group is one task — the layer on one thread: then two blocks of
+ * half the tiles each, one group, reading the weights twice. GoogLeNet's
+ * 14×14 layers of 208, 224 and 288 channels (13, 7, 9 blocks) on Zen 5, in
+ * the model: 0.64–0.69× the one block's time at two threads, 1.01–1.07× at
+ * one (14-tile blocks: 0.65–0.73×, 1.05–1.17×; bench/RESULTS.md). */
+static int few_tile_blocks(const task_space *s, const tmpl_space *t, sched_config *c, int64_t tiles, int64_t tb, int64_t wt, int any_l2) {
   sched_config was = *c;
   int64_t ob = cfg_get(s, c, K_OC_BN), v, m2;
-  set_knob(t, c, K_T_BLK, (tiles + tb - 1) / tb);
+  int odd = (s->w.K / ob) % 2 != 0;
+  int64_t per = odd ? (tiles + 1) / 2 : tiles;   /* the tiles a block covers */
+  set_knob(t, c, K_T_BLK, (per + tb - 1) / tb);
   int64_t r = cfg_get(s, c, K_T_BLK);
-  set_knob(t, c, K_T_BN, fewest_covering(t, K_T_BN, r, tiles, tb));
+  set_knob(t, c, K_T_BN, fewest_covering(t, K_T_BN, r, per, tb));
   set_knob(t, c, K_STAGE, 0);
-  set_knob(t, c, K_OC_SPLIT, (s->w.K / ob) % 2 == 0 ? 2 : 1);
+  set_knob(t, c, K_OC_SPLIT, odd ? 1 : 2);
   winograd_scratch(s, c, &v, &m2);
   int l2_ok = any_l2 || (4 * v <= s->l2 && (wt >= 4 * v || 8 * v <= s->l2));
-  if (r > 1 && cfg_get(s, c, K_T_BN) * r >= tiles && l2_ok && space_valid(s, c)) return 1;
+  int64_t blk = cfg_get(s, c, K_T_BN) * r;
+  int shape_ok = odd ? blk < tiles && 2 * blk >= tiles : r > 1 && blk >= tiles;
+  if (shape_ok && l2_ok && space_valid(s, c)) return 1;
   *c = was;
   return 0;
 }
@@ -778,19 +787,21 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
        * 1.0–1.3 ms per layer in sequence against 1.3–1.6 direct. The
        * block's transformed input may fill L2: on Zen 3 (512 KB L2, the
        * input 512 KB) 1.5 ms in sequence at two threads against 2.6 direct */
-      int64_t tiles = winograd_tiles(w, 2), ob, nv, tbmax, r;
+      int64_t tiles = winograd_tiles(w, 2), ob, nv, tbmax, r, per;
       set_knob(t, c, K_IC_BN, vec);
       set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
       ob = cfg_get(s, c, K_OC_BN), nv = vectors_of(ob, vec);
       tbmax = s->regs / nv < 14 ? s->regs / nv : 14;
-      r = (tiles + tbmax - 1) / tbmax;
+      int odd = (w->K / ob) % 2 != 0;   /* no two groups: two blocks of half the tiles (few_tile_blocks) */
+      per = odd && tiles > 1 ? (tiles + 1) / 2 : tiles;
+      r = (per + tbmax - 1) / tbmax;
       set_knob(t, c, K_T_BLK, fewest_covering(t, K_T_BLK, 1, r, INT64_MAX));
       r = cfg_get(s, c, K_T_BLK);
-      set_knob(t, c, K_T_BN, fewest_covering(t, K_T_BN, r, tiles, tbmax));
+      set_knob(t, c, K_T_BN, fewest_covering(t, K_T_BN, r, per, tbmax));
       set_knob(t, c, K_PAR, 0);
       set_knob(t, c, K_STAGE, 0);
       set_knob(t, c, K_UNROLL_C, 0);
-      set_knob(t, c, K_OC_SPLIT, (w->K / ob) % 2 == 0 ? 2 : 1);
+      set_knob(t, c, K_OC_SPLIT, odd ? 1 : 2);
       if (space_valid(s, c)) return;
       goto direct;
     }
@@ -814,7 +825,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * the model with four groups, the 56×56 ones (848 KB) 0.02 ms with two.
      * Where the transformed input of all the tiles fits L2 and the
      * weights are four times it or more, or it fits half of L2, one block
-     * of all the tiles in two groups (one_block_two_groups), before any
+     * of all the tiles in two groups (few_tile_blocks), before any
      * groups: on Zen 5's 1 MB L2 the 14×14 layers, not the 28×28 ones (2.6
      * times, 882 KB: 1.19× slower at one thread so). On an Emerald
      * Rapids-class core (2 MB L2), where the four groups fit, the one block
@@ -840,9 +851,9 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
        * reading the weights once: what refine kept for the 28×28×256
        * layer at one thread (−0.61 % of the model, 31 of 40 pairs) and
        * the best of the sweep at two */
-      if (blocks < 8 && one_block_two_groups(s, t, c, tiles, tb, wt, 1)) return;
+      if (blocks < 8 && few_tile_blocks(s, t, c, tiles, tb, wt, 1)) return;
     } else if (tiles > tb && 4 * (wt + v + m2) > s->l2) {
-      if (one_block_two_groups(s, t, c, tiles, tb, wt, 0)) return;
+      if (few_tile_blocks(s, t, c, tiles, tb, wt, 0)) return;
       while (split < 4 && 4 * wt / split > s->l2 / 2 && (w->K / ob) % (split * 2) == 0) split *= 2;
       set_knob(t, c, K_OC_SPLIT, split);
       winograd_scratch(s, c, &v, &m2);
