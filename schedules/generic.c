@@ -164,19 +164,17 @@ typedef struct field_nest {
   int lanes;
 } field_nest;
 
-/* a block of rows of a concatenation along the channels (concat_fields):
- * image n, rows [h0, h0 + rows) */
-typedef struct row_block {
-  lexpr *n, *h0;
-  int64_t rows;
-} row_block;
+/* a row of a concatenation along the channels (concat_fields): image n, row h */
+typedef struct conc_row {
+  lexpr *n, *h;
+} conc_row;
 
 /* A field of a concatenation along the channel blocks of NCHW<b>c that is
  * a parameter in other channel blocks (NCHW<B>c, B a multiple or a
  * divisor of b, or NCHW): vectors of min(B, b) lanes (of b from NCHW, a
  * gather), each read and written whole; its first block in the
  * concatenation `start`. 0: not such a field. */
-static int concat_relayout(prim *p, const node *a, int64_t start, const row_block *rb, lstmt *parent, field_nest *fn) {
+static int concat_relayout(prim *p, const node *a, int64_t start, const conc_row *row, lstmt *parent, field_nest *fn) {
   if (a->kind != N_CALL || a->op != OP_LAYOUT_TRANSFORM || a->args[0]->kind != N_VAR) return 0;
   const shape_t *ds = &a->ty.shape, *ss = &a->args[0]->ty.shape;
   int b = nchw_block(a->attrs->v[ATTR_DST_LAYOUT].s), B = nchw_block(a->attrs->v[ATTR_SRC_LAYOUT].s);
@@ -188,18 +186,19 @@ static int concat_relayout(prim *p, const node *a, int64_t start, const row_bloc
   int L = B && B < b ? B : b;
   int64_t per = b / L;
   int vo = lf_var(f, "o");
-  int64_t hr = rb ? rb->rows : H;   /* the rows this nest covers: under a row block, the block's */
-  int64_t total = (rb ? 1 : N) * CB * hr * W * per;
-  fn->body = ls_add(f, parent, ls_for(f, vo, lx_int(f, 0), lx_int(f, total), total > 1 && !rb ? LOOP_PARALLEL : LOOP_SERIAL));
+  int64_t total = row ? CB * W * per : N * CB * H * W * per;   /* under a row, the row's */
+  fn->body = ls_add(f, parent, ls_for(f, vo, lx_int(f, 0), lx_int(f, total), total > 1 && !row ? LOOP_PARALLEL : LOOP_SERIAL));
   lexpr *o = lx_var(f, vo);
   lexpr *j = lx_bin(f, LO_MOD, o, lx_int(f, per));
   o = lx_bin(f, LO_DIV, o, lx_int(f, per));
-  lexpr *w = lx_bin(f, LO_MOD, o, lx_int(f, W));
+  lexpr *w = lx_bin(f, LO_MOD, o, lx_int(f, W)), *h, *cb, *n;
   o = lx_bin(f, LO_DIV, o, lx_int(f, W));
-  lexpr *h = lx_bin(f, LO_MOD, o, lx_int(f, hr)), *cb, *n;
-  o = lx_bin(f, LO_DIV, o, lx_int(f, hr));
-  if (rb) cb = o, n = rb->n, h = lx_add(f, rb->h0, h);
-  else cb = lx_bin(f, LO_MOD, o, lx_int(f, CB)), n = lx_bin(f, LO_DIV, o, lx_int(f, CB));
+  if (row) h = row->h, cb = o, n = row->n;
+  else {
+    h = lx_bin(f, LO_MOD, o, lx_int(f, H));
+    o = lx_bin(f, LO_DIV, o, lx_int(f, H));
+    cb = lx_bin(f, LO_MOD, o, lx_int(f, CB)), n = lx_bin(f, LO_DIV, o, lx_int(f, CB));
+  }
   lexpr *c0 = lx_add(f, lx_mul(f, cb, lx_int(f, b)), lx_mul(f, j, lx_int(f, L)));   /* the vector's first channel */
   lexpr *hw = lx_add(f, lx_mul(f, h, lx_int(f, W)), w);
   if (B) {
@@ -250,48 +249,44 @@ static temper_status concat_fields(prim *p, const node *x, diag *d) {
   if (ax < 0) ax += r;
   int64_t ost[TEMPER_MAX_DIMS], start = 0;
   sched_strides(os, ost);
-  /* Along the channels of NCHW or NCHW<b>c: one parallel loop over blocks
-   * of rows, every field inside it — not a parallel loop per field, each
-   * a wait for every thread: DenseNet-121's last concatenations have 17–33
-   * fields of 32 channels, and at two threads on Zen 5 its 58
-   * concatenations took 1.7–3.8 ms in sequence against 1.3 at one. A
-   * thread also keeps to rows, as the convolutions that wrote the fields
-   * mostly split theirs (conv_split_rows, the 1×1's loop=1, Winograd's tile
-   * blocks), instead of taking a field's first channel blocks from both
-   * cores. Blocks of the most rows that still leave 8 of them (rows
-   * dividing H), so that a field's part of a block is a run of whole rows
-   * in memory, not one row among 17–33 fields' streams. */
-  row_block rb = {NULL, NULL, 0};
+  /* Along the channels of NCHW or NCHW<b>c: one parallel loop over the
+   * rows (n, h), every field's nest inside it — not a parallel loop per
+   * field, each a wait for every thread: DenseNet-121's last
+   * concatenations have 17–33 fields of 32 channels, and at two threads on
+   * Zen 5 its 58 concatenations took 1.7–4.2 ms in sequence against 1.3–1.5
+   * at one. A thread also keeps to rows, as the convolutions that wrote the
+   * fields mostly split theirs (conv_split_rows, the 1×1's loop=1,
+   * Winograd's tile blocks), instead of taking a field's first channel
+   * blocks from both cores. (Blocks of H/8 rows, for longer runs of each
+   * field in memory, measured no better: 1.6–1.8 ms against 1.5–1.8 at two
+   * threads, the same at one.) */
+  conc_row row = {NULL, NULL};
   lstmt *parent = f->body;
   if (ax == 1 && (r == 4 || r == 5) && os->d[0] * os->d[2] > 1) {
-    int64_t N = os->d[0], H = os->d[2], rows = 1;
-    for (int64_t k = 2; k <= H; k++)
-      if (H % k == 0 && N * (H / k) >= 8) rows = k;
-    int64_t HB = H / rows;
-    int vr = lf_var(f, "nhb"), vn = lf_var(f, "n"), vh = lf_var(f, "h0");
-    parent = ls_add(f, f->body, ls_for(f, vr, lx_int(f, 0), lx_int(f, N * HB), LOOP_PARALLEL));
-    ls_add(f, parent, ls_let(f, vn, lx_bin(f, LO_DIV, lx_var(f, vr), lx_int(f, HB))));
-    ls_add(f, parent, ls_let(f, vh, lx_mul(f, lx_bin(f, LO_MOD, lx_var(f, vr), lx_int(f, HB)), lx_int(f, rows))));
-    rb = (row_block){lx_var(f, vn), lx_var(f, vh), rows};
+    int vr = lf_var(f, "nh"), vn = lf_var(f, "n"), vh = lf_var(f, "h");
+    parent = ls_add(f, f->body, ls_for(f, vr, lx_int(f, 0), lx_int(f, os->d[0] * os->d[2]), LOOP_PARALLEL));
+    ls_add(f, parent, ls_let(f, vn, lx_bin(f, LO_DIV, lx_var(f, vr), lx_int(f, os->d[2]))));
+    ls_add(f, parent, ls_let(f, vh, lx_bin(f, LO_MOD, lx_var(f, vr), lx_int(f, os->d[2]))));
+    row = (conc_row){lx_var(f, vn), lx_var(f, vh)};
   }
   for (int k = 0; k < x->n_args; k++) {
     const node *a = x->args[k];
     const shape_t *as = &a->ty.shape;
     field_nest fn;
-    if (!(r == 5 && ax == 1 && concat_relayout(p, a, start, rb.n ? &rb : NULL, parent, &fn))) {
+    if (!(r == 5 && ax == 1 && concat_relayout(p, a, start, row.n ? &row : NULL, parent, &fn))) {
       int64_t last = as->d[r - 1], ext[TEMPER_MAX_DIMS];
       fn.lanes = ax != r - 1 && last > 1 && last <= 64 && lanes_ok(p, a) ? (int)last : 1;
-      /* the dims but the last; under a row block, but n and of H the block's rows */
+      /* the dims but the last; under a row, but n and h */
       int64_t outer = 1;
-      for (int i = 0; i < r - 1; i++) ext[i] = rb.n && i == 0 ? 1 : rb.n && i == 2 ? rb.rows : as->d[i], outer *= ext[i];
+      for (int i = 0; i < r - 1; i++) ext[i] = row.n && (i == 0 || i == 2) ? 1 : as->d[i], outer *= ext[i];
       int vo = lf_var(f, "o");
-      fn.body = ls_add(f, parent, ls_for(f, vo, lx_int(f, 0), lx_int(f, outer), outer > 1 && !rb.n ? LOOP_PARALLEL : LOOP_SERIAL));
+      fn.body = ls_add(f, parent, ls_for(f, vo, lx_int(f, 0), lx_int(f, outer), outer > 1 && !row.n ? LOOP_PARALLEL : LOOP_SERIAL));
       lexpr *c[TEMPER_MAX_DIMS], *o = lx_var(f, vo);
       for (int i = r - 2; i >= 0; i--) {
         c[i] = i == 0 ? o : lx_bin(f, LO_MOD, o, lx_int(f, ext[i]));
         o = lx_bin(f, LO_DIV, o, lx_int(f, ext[i]));
       }
-      if (rb.n) c[0] = rb.n, c[2] = lx_add(f, rb.h0, c[2]);
+      if (row.n) c[0] = row.n, c[2] = row.h;
       if (fn.lanes > 1) c[r - 1] = lx_int(f, 0);
       else {
         int vi = lf_var(f, "i");
