@@ -27,6 +27,13 @@ static inline int host_vec(void) {
 }
 
 /* a whole file, NUL-terminated (NULL if unreadable) */
+/* how many times `what` occurs in s (printed graphs and loop nests) */
+static inline int count_in(const char *s, const char *what) {
+  int n = 0;
+  for (const char *q = s; (q = strstr(q, what)); q += strlen(what)) n++;
+  return n;
+}
+
 static inline char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;

@@ -710,13 +710,6 @@ static void test_concatenation_in_blocks(void **state) {
                           "  %0 = nn.relu(%x);\n  concatenate((%0, %y), axis=-1)\n}", 2);
 }
 
-/* count of `what` in s */
-static int count_of(const char *s, const char *what) {
-  int n = 0;
-  for (const char *q = s; (q = strstr(q, what)); q += strlen(what)) n++;
-  return n;
-}
-
 /* A concatenation along the channels is one parallel loop over the rows
  * with every field inside (schedules/generic.c: concat_fields), not a
  * parallel loop per field: in NCHW (lanes along W) and in channel blocks
@@ -743,7 +736,7 @@ static void test_concatenation_one_loop_over_rows(void **state) {
     lfunc *f = NULL;
     assert_int_equal(engine_lower_one(g->main->body->callee, &avx512, "k", &f, &d), TEMPER_OK);
     char *loops = lf_print(f);
-    assert_int_equal(count_of(loops, "parallel for"), k == 0 ? 1 : 2);   /* 1×1 images: one per field */
+    assert_int_equal(count_in(loops, "parallel for"), k == 0 ? 1 : 2);   /* 1×1 images: one per field */
     if (k == 0) assert_non_null(strstr(loops, "parallel for nh in [0, +24)"));
     free(loops);
     lf_free(f);

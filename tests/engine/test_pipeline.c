@@ -27,9 +27,7 @@ static void test_pipeline_resnet_block(void **state) {
   char *p = print_graph(g);
   assert_null(strstr(p, "batch_norm"));
   assert_null(strstr(p, "multiply"));
-  int groups = 0, convs = 0;
-  for (char *q = p; (q = strstr(q, "Primitive=1")); q++) groups++;
-  for (char *q = p; (q = strstr(q, "nn.contrib_conv2d_winograd_without_weight_transform(")); q++) convs++;
+  int groups = count_in(p, "Primitive=1"), convs = count_in(p, "nn.contrib_conv2d_winograd_without_weight_transform(");
   /* two conv groups; NCHW → NCHW16c at the input and the residual input
    * NCHW → NCHW32c; the default Winograd config (ic_bn 16) writes NCHW32c,
    * which the second conv reads as it is (no transform between the convs);
@@ -99,8 +97,7 @@ static void test_pipeline_squeeze_excite(void **state) {
   diag d = {0};
   assert_int_equal(pipeline_optimize(g, 16, &d), TEMPER_OK);
   char *p = print_graph(g);
-  int to_nchw = 0;
-  for (char *q = p; (q = strstr(q, "dst_layout=\"NCHW\"")); q++) to_nchw++;
+  int to_nchw = count_in(p, "dst_layout=\"NCHW\"");
   if (to_nchw != 2) fprintf(stderr, "%s", p);
   assert_int_equal(to_nchw, 2);   /* the scale (1×1: a copy), and the model's output */
   /* reshaped to the conv2d's channel blocks, whichever the default took */

@@ -545,8 +545,7 @@ static char *optimized(const char *text, const pipeline_opts *o, int bind) {
 
 static int count_transforms(const char *text, const pipeline_opts *o) {
   char *p = optimized(text, o, 1);
-  int k = 0;
-  for (char *q = p; (q = strstr(q, "layout_transform(%")); q++) k++;
+  int k = count_in(p, "layout_transform(%");
   free(p);
   return k;
 }

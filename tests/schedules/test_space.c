@@ -320,8 +320,9 @@ static void test_defaults_fit_the_machine(void **state) {
 /* Winograd at stride 2: its tile knob (2, 3, 4: alpha 5, 7, 9), and the
  * default on an AVX-512 core with a 1 MiB L2 (Zen 5, where it was
  * measured) for ResNet-50's stride-2 3×3 layers — tile 2, no channel
- * groups with 14 tile blocks, two and one block of all tiles with 4 — and direct for the 14×14×512
- * one (16 tiles), on a 2 MiB L2 and with AVX2 */
+ * groups with 14 tile blocks, two and one block of all the tiles with 4 —
+ * and direct for the 14×14×512 one (16 tiles), on a 2 MiB L2 and with
+ * AVX2 */
 static void test_stride2_winograd_defaults(void **state) {
   (void)state;
   task_space sp;
