@@ -749,6 +749,18 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
    * defaults for these layers were fitted there) and with AVX2 the direct
    * default stays until measured; the space has the template everywhere */
   int64_t m = w->sh == 2 ? 2 : w->C * w->K <= 128 * 128 ? 4 : 2;
+  /* small layers on small images: where tile 4 makes at most 16 tiles
+   * (a 14×14 image in 4×4 tiles computes 16×16, and the 16 tiles are two
+   * blocks of 14 and 2 — one thread's work at two threads) and C·K is at
+   * most 64², tile 2 (49 tiles, none wasted, four blocks). DenseNet-121's
+   * 24 layers of 128→32 at 14×14, in the model: 0.93–1.02× their time at
+   * one thread and 0.54–0.61× at two on Zen 5, about 0.81× and 0.77× on
+   * an Ice Lake-class Xeon (1.25 MB L2); GoogLeNet's five 16–32→48–128
+   * layers likewise. Not SqueezeNet's 48–64→192–256 expand layers at 13×13,
+   * where tile 4's oc-blocks are shared between the threads (1.14–1.25×
+   * slower at two threads at tile 2 on Zen 5; bench/RESULTS.md, "Small
+   * 3×3 layers at tile 2") */
+  if (m == 4 && winograd_tiles(w, 4) <= 16 && w->C * w->K <= 64 * 64) m = 2;
   int stride2 = w->sh == 2 && vec >= 16 && s->l2 <= 1 << 20 && w->C * w->K <= 256 * 256 && winograd_tiles(w, m) >= 32;
   if (!t && allow_winograd && w->C >= vec && w->K >= vec &&
       ((w->sh == 1 && ((w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64) || wide)) || stride2))
