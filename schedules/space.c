@@ -744,10 +744,13 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
    * 1.37× (tile 2), 14×14×512 (16 tiles, 26 MB of weights for 16 uses each)
    * 0.79×. In the model (weights from memory, 5.3 MB at tile 4) the
    * 56×56×128 layer took 0.90 ms in sequence at tile 2, 1.04 at 3, 1.07 at
-   * 4, 1.21 direct (bench/RESULTS.md). Measured so far on Zen 5 only
-   * (AVX-512, 1 MB L2): on a 2 MB L2 (the Intel kinds, whose direct
-   * defaults for these layers were fitted there) and with AVX2 the direct
-   * default stays until measured; the space has the template everywhere */
+   * 4, 1.21 direct (bench/RESULTS.md). On an Ice Lake-class Xeon (1.25
+   * MB L2) the same two defaults ran in the model 0.97 / 0.87× (56×56)
+   * and 1.17 / 1.16× (28×28) the direct default's time at one / two
+   * threads: not taken there. On a 2 MB L2 (the other Intel kinds, whose
+   * direct defaults for these layers were fitted there) and with AVX2 the
+   * direct default stays until measured; the space has the template
+   * everywhere */
   int64_t m = w->sh == 2 ? 2 : w->C * w->K <= 128 * 128 ? 4 : 2;
   /* small layers on small images: where tile 4 makes at most 16 tiles
    * (a 14×14 image in 4×4 tiles computes 16×16, and the 16 tiles are two
