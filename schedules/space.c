@@ -762,8 +762,9 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
    * layers likewise. Not SqueezeNet's 48–64→192–256 expand layers at 13×13,
    * where tile 4's oc-blocks are shared between the threads (1.14–1.25×
    * slower at two threads at tile 2 on Zen 5; bench/RESULTS.md, "Small
-   * 3×3 layers at tile 2") */
-  if (m == 4 && winograd_tiles(w, 4) <= 16 && w->C * w->K <= 64 * 64) m = 2;
+   * 3×3 layers at tile 2"). AVX-512 only: AVX2's register tiles of 6
+   * tiles make three blocks of 16, and it is not measured there */
+  if (m == 4 && vec >= 16 && winograd_tiles(w, 4) <= 16 && w->C * w->K <= 64 * 64) m = 2;
   int stride2 = w->sh == 2 && vec >= 16 && s->l2 <= 1 << 20 && w->C * w->K <= 256 * 256 && winograd_tiles(w, m) >= 32;
   if (!t && allow_winograd && w->C >= vec && w->K >= vec &&
       ((w->sh == 1 && ((w->C * w->K <= 256 * 256 && workload_out(w, 2) * workload_out(w, 3) >= 64) || wide)) || stride2))

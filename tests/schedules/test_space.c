@@ -256,7 +256,8 @@ static void test_defaults_fit_the_machine(void **state) {
   /* the tile of small layers on small images: 2 where tile 4 makes at most
    * 16 tiles and C·K is at most 64² (DenseNet's 128→32 at 14×14, GoogLeNet's
    * 16→48 and 32→128), 4 beyond (SqueezeNet's 64→256 at 13×13) and on
-   * larger images (DenseNet's 128→32 at 28×28), on 1 and 2 MiB of L2 */
+   * larger images (DenseNet's 128→32 at 28×28), on 1 and 2 MiB of L2;
+   * with AVX-512 only */
   const struct { int64_t c, hw, k, tile; } small[] = {
       {128, 14, 32, 2}, {16, 14, 48, 2}, {32, 14, 128, 2}, {64, 13, 256, 4}, {48, 13, 192, 4}, {128, 28, 32, 4}};
   for (size_t i = 0; i < sizeof small / sizeof *small; i++)
@@ -267,6 +268,10 @@ static void test_defaults_fit_the_machine(void **state) {
       assert_int_equal(c.tmpl, TMPL_WINOGRAD);
       assert_int_equal(cfg_get(&sp, &c, K_TILE), small[i].tile);
       assert_true(space_valid(&sp, &c));
+      build_for(&l, 8, 48 << 10, l2, &sp);   /* AVX2: tile 4 as before (three blocks of 6 tiles) */
+      config_default(&sp, &c);
+      assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+      assert_int_equal(cfg_get(&sp, &c, K_TILE), 4);
     }
   /* a 768 KiB L2: the 14×14 layer's transformed input does not fit, one group */
   conv_workload l14 = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
