@@ -1,14 +1,44 @@
 /* peak.c: the machine's fp32 FMA peak per thread (bench/fma_peak.h): FMA
  * chains from registers, and the same with one operand broadcast from memory
- * (what conv kernels issue), at 512 bits with AVX-512, else 256 with AVX2.
+ * (what conv kernels issue), at 512 bits with AVX-512, else 256 with AVX2;
+ * then the rate at which the threads read memory (256 MB, split between
+ * them: far past any L3 here), the bound of a layer whose weights come
+ * from memory in a whole network.
  * usage: bench/peak [threads]     prints GFLOP/s per variant */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "fma_peak.h"
 
 typedef struct job { int bcast; double gflops; } job;
+
+/* one thread's part of the memory read: the sum of its words (integers,
+ * so the compiler may vectorise and reorder it); bytes per second of the
+ * fastest of 5 passes */
+typedef struct part { const uint32_t *p; size_t n; double bytes_s; uint32_t sum; } part;
+static volatile uint32_t read_sink;
+static double seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+static void *read_part(void *arg) {
+  part *q = arg;
+  double best = 0;
+  for (int pass = 0; pass < 5; pass++) {
+    uint32_t s = 0;
+    double t0 = seconds();
+    for (size_t i = 0; i < q->n; i++) s += q->p[i];
+    double r = (double)q->n * sizeof *q->p / (seconds() - t0);
+    if (r > best) best = r;
+    q->sum += s;
+  }
+  q->bytes_s = best;
+  return NULL;
+}
 
 static void *run(void *arg) {
   job *j = arg;
@@ -43,5 +73,26 @@ int main(int argc, char **argv) {
     snprintf(name, sizeof name, "%d-bit FMA, %s", bits, bcast ? "broadcast from memory" : "registers");
     printf("%-40s %d thread%s: %7.1f GFLOP/s\n", name, threads, threads > 1 ? "s" : "", total);
   }
+  size_t n = (size_t)64 << 20;   /* 256 MB of words */
+  uint32_t *mem = malloc(n * sizeof *mem);
+  if (!mem) {
+    fprintf(stderr, "peak: cannot allocate 256 MB for the memory read\n");
+    return 1;
+  }
+  for (size_t i = 0; i < n; i++) mem[i] = (uint32_t)(i & 7);
+  pthread_t th[64];
+  part parts[64];
+  for (int i = 0; i < threads; i++) {
+    parts[i] = (part){mem + n / (size_t)threads * (size_t)i, n / (size_t)threads, 0, 0};
+    pthread_create(&th[i], NULL, read_part, &parts[i]);
+  }
+  double bytes_s = 0;
+  for (int i = 0; i < threads; i++) {
+    pthread_join(th[i], NULL);
+    bytes_s += parts[i].bytes_s;
+    read_sink += parts[i].sum;
+  }
+  free(mem);
+  printf("%-40s %d thread%s: %7.1f GB/s\n", "memory read (256 MB)", threads, threads > 1 ? "s" : "", bytes_s * 1e-9);
   return 0;
 }
