@@ -4,12 +4,11 @@
  * then the rate at which the threads read memory (256 MB, split between
  * them: far past any L3 here), the bound of a layer whose weights come
  * from memory in a whole network.
- * usage: bench/peak [threads]     prints GFLOP/s per variant */
+ * usage: bench/peak [threads]     prints GFLOP/s per variant, then GB/s */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "fma_peak.h"
 
@@ -20,19 +19,14 @@ typedef struct job { int bcast; double gflops; } job;
  * fastest of 5 passes */
 typedef struct part { const uint32_t *p; size_t n; double bytes_s; uint32_t sum; } part;
 static volatile uint32_t read_sink;
-static double seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 static void *read_part(void *arg) {
   part *q = arg;
   double best = 0;
   for (int pass = 0; pass < 5; pass++) {
     uint32_t s = 0;
-    double t0 = seconds();
+    double t0 = fma_peak_now();
     for (size_t i = 0; i < q->n; i++) s += q->p[i];
-    double r = (double)q->n * sizeof *q->p / (seconds() - t0);
+    double r = (double)q->n * sizeof *q->p / (fma_peak_now() - t0);
     if (r > best) best = r;
     q->sum += s;
   }
