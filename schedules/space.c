@@ -732,9 +732,9 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
   int vec = s->vec;
   const tmpl_space *t = space_tmpl(s, TMPL_DEPTHWISE);
   if (!t) t = space_tmpl(s, TMPL_1X1);
-  /* wide layers: Winograd where the transformed input of one tile block of
-   * all the tiles fits L2 (below) */
-  int wide = w->sh == 1 && w->C * w->K > 256 * 256 && 4 * 16 * w->C * winograd_tiles(w, 2) <= s->l2;
+  /* wide layers: Winograd where the transformed input of one tile block
+   * fits twice L2 (below) */
+  int wide = w->sh == 1 && w->C * w->K > 256 * 256;
   /* the tile: stride 1, 4 up to C·K = 128², 2 beyond (below); stride 2,
    * 2 (alpha 5: 25 points, 1.44× fewer multiplications than direct, its
    * transformed weights 25/9 of the direct ones), where each transformed
@@ -802,7 +802,15 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
        * on Zen 5: 0.95× at one thread, 0.99× at two (bench/RESULTS.md);
        * 1.0–1.3 ms per layer in sequence against 1.3–1.6 direct. The
        * block's transformed input may fill L2: on Zen 3 (512 KB L2, the
-       * input 512 KB) 1.5 ms in sequence at two threads against 2.6 direct */
+       * input 512 KB) 1.5 ms in sequence at two threads against 2.6 direct.
+       * Larger images make larger blocks (up to t_blocks 4 of 14 tiles), the
+       * weights read once per block, and the block's transformed input may
+       * pass L2 up to twice: on Zen 5 (1 MB) wide_resnet50_2's 14×14 layers
+       * of 512 channels (49 tiles, 1.6 MB) ran 0.43× / 0.42× the direct
+       * default's time in the model at one / two threads, VGG-16's 28×28
+       * ones (4 blocks of 56 tiles, 1.8 MB) 0.47× / 0.46×, AlexNet's 13×13
+       * 384 → 256 0.63× / 0.65× (bench/RESULTS.md, "Wide layers on larger
+       * images") */
       int64_t tiles = winograd_tiles(w, 2), ob, nv, tbmax, r, per;
       set_knob(t, c, K_IC_BN, vec);
       set_knob(t, c, K_OC_BN, w->K % (2 * vec) == 0 ? 2 * vec : vec);
@@ -818,7 +826,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
       set_knob(t, c, K_STAGE, 0);
       set_knob(t, c, K_UNROLL_C, 0);
       set_knob(t, c, K_OC_SPLIT, odd ? 1 : 2);
-      if (space_valid(s, c)) return;
+      if (4 * 16 * w->C * winograd_block(s, c) <= 2 * s->l2 && space_valid(s, c)) return;
       goto direct;
     }
     set_knob(t, c, K_IC_BN, w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);

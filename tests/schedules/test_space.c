@@ -280,13 +280,14 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(c.tmpl, TMPL_WINOGRAD);
   assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 1);
   assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 1);
-  /* wider than 256²: Winograd where one block of all the tiles has its
-   * transformed input in L2 — ResNet's 7×7 layers of 512 channels (16
-   * tiles of F(2×2, 3×3), 512 KiB): two register tiles of 8, one block,
-   * two output-channel groups, also with a 512 KiB L2 as on Zen 3 (there
-   * 0.58× the direct default's time in the model); 14×14 (49 tiles,
-   * 1.6 MiB) with a 2 MiB L2, four register tiles of 14 (13 is not a
-   * candidate), direct with 1 MiB */
+  /* wider than 256²: Winograd where a tile block's transformed input
+   * fits twice L2 — ResNet's 7×7 layers of 512 channels (16 tiles of
+   * F(2×2, 3×3), 512 KiB): two register tiles of 8, one block, two
+   * output-channel groups, also with a 512 KiB L2 as on Zen 3 (there 0.58×
+   * the direct default's time in the model), and with 256 KiB; 14×14 (49
+   * tiles, 1.6 MiB) with 1 and 2 MiB, four register tiles of 14 (13 is not
+   * a candidate), direct with 512 KiB; 28×28 (196 tiles) in blocks of 56
+   * (1.8 MiB) with 1 MiB */
   conv_workload w7 = {1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   for (int64_t l2 = 512 << 10; l2 <= 2 << 20; l2 *= 2) {
     build_for(&w7, 16, 48 << 10, l2, &sp);
@@ -301,17 +302,31 @@ static void test_defaults_fit_the_machine(void **state) {
   }
   build_for(&w7, 16, 48 << 10, 256 << 10, &sp);
   config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+  assert_int_equal(winograd_block(&sp, &c), 16);
+  build_for(&w7, 16, 48 << 10, 128 << 10, &sp);
+  config_default(&sp, &c);
   assert_int_equal(c.tmpl, TMPL_NCHWC);
   conv_workload w14 = {1, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  build_for(&w14, 16, 48 << 10, 2 << 20, &sp);
-  config_default(&sp, &c);
-  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
-  assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 4);
-  assert_int_equal(cfg_get(&sp, &c, K_T_BN), 14);
-  assert_int_equal(winograd_block(&sp, &c), 49);
-  build_for(&w14, 16, 48 << 10, 1 << 20, &sp);
+  for (int64_t l2 = 1 << 20; l2 <= 2 << 20; l2 *= 2) {
+    build_for(&w14, 16, 48 << 10, l2, &sp);
+    config_default(&sp, &c);
+    assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+    assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 4);
+    assert_int_equal(cfg_get(&sp, &c, K_T_BN), 14);
+    assert_int_equal(winograd_block(&sp, &c), 49);
+    assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
+  }
+  build_for(&w14, 16, 48 << 10, 512 << 10, &sp);
   config_default(&sp, &c);
   assert_int_equal(c.tmpl, TMPL_NCHWC);
+  conv_workload w28 = {1, 512, 28, 28, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  build_for(&w28, 16, 48 << 10, 1 << 20, &sp);
+  config_default(&sp, &c);
+  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+  assert_int_equal(cfg_get(&sp, &c, K_TILE), 2);
+  assert_int_equal(winograd_block(&sp, &c), 56);
+  assert_true(space_valid(&sp, &c));
   /* AVX2: register tiles of at most 6 (2 vectors × 6 of 12 accumulators);
    * the fewest register tiles the knob offers that cover all 16 tiles,
    * four of 4 (three are not a candidate) */
