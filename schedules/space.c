@@ -752,6 +752,14 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
    * direct default stays until measured; the space has the template
    * everywhere */
   int64_t m = w->sh == 2 ? 2 : w->C * w->K <= 128 * 128 ? 4 : 2;
+  /* up to 256² on larger images, where tile 4 makes at least 49 tiles (a
+   * 28×28 image), tile 4: its transformed weights (4× the direct ones) are
+   * read for many tiles, and it multiplies 1.8× less than tile 2. VGG-16's
+   * 56×56 layers of 128 → 256 and 256 channels in the model on Zen 5:
+   * 0.56–0.65× the tile-2 time at one thread, 0.64–0.73× at two; a chain of
+   * 28×28 × 256 ones 0.83–0.86× / 0.75–0.83×. ResNet's 14×14 layers of 256
+   * (16 tiles) keep tile 2 (bench/RESULTS.md, "Tile 4 on larger images") */
+  if (m == 2 && w->sh == 1 && w->C * w->K <= 256 * 256 && winograd_tiles(w, 4) >= 49) m = 4;
   /* small layers on small images: where tile 4 makes at most 16 tiles
    * (a 14×14 image in 4×4 tiles computes 16×16, and the 16 tiles are two
    * blocks of 14 and 2 — one thread's work at two threads) and C·K is at

@@ -273,6 +273,20 @@ static void test_defaults_fit_the_machine(void **state) {
       assert_int_equal(c.tmpl, TMPL_WINOGRAD);
       assert_int_equal(cfg_get(&sp, &c, K_TILE), 4);
     }
+  /* C·K up to 256²: tile 4 where it makes at least 49 tiles (VGG's 56×56
+   * layers of 256, GoogLeNet's 128→192 at 28×28, 256 at 28×28), tile 2
+   * below (ResNet's 14×14 layers of 256: 16 tiles), with AVX-512 and AVX2 */
+  const struct { int64_t c, hw, k, tile; } big[] = {{256, 56, 256, 4}, {128, 56, 256, 4}, {128, 28, 192, 4},
+                                                    {256, 28, 256, 4}, {256, 14, 256, 2}, {256, 24, 256, 2}};
+  for (size_t i = 0; i < sizeof big / sizeof *big; i++)
+    for (int vec = 8; vec <= 16; vec *= 2) {
+      conv_workload l = {1, big[i].c, big[i].hw, big[i].hw, big[i].k, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+      build_for(&l, vec, 48 << 10, 1 << 20, &sp);
+      config_default(&sp, &c);
+      assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+      assert_int_equal(cfg_get(&sp, &c, K_TILE), big[i].tile);
+      assert_true(space_valid(&sp, &c));
+    }
   /* a 768 KiB L2: the 14×14 layer's transformed input does not fit, one group */
   conv_workload l14 = {1, 256, 14, 14, 256, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   build_for(&l14, 16, 48 << 10, 768 << 10, &sp);
