@@ -300,40 +300,29 @@ static void test_defaults_fit_the_machine(void **state) {
    * output-channel groups, also with a 512 KiB L2 as on Zen 3 (there 0.58×
    * the direct default's time in the model), and with 256 KiB; 14×14 (49
    * tiles, 1.6 MiB) with 1 and 2 MiB, four register tiles of 14 (13 is not
-   * a candidate), direct with 512 KiB; 28×28 (196 tiles) in blocks of 56
-   * (1.8 MiB) with 1 MiB */
+   * a candidate); direct where the block passes twice L2 (7×7 on 128 KiB,
+   * 14×14 on 512 KiB); 28×28 (196 tiles) in blocks of 56 (1.8 MiB) with
+   * 1 MiB */
+  const struct { int64_t hw, l2_lo, l2_hi, t_bn, t_blk, block; } wide[] = {{7, 256 << 10, 2 << 20, 8, 2, 16},
+                                                                           {14, 1 << 20, 2 << 20, 14, 4, 49}};
+  for (size_t i = 0; i < sizeof wide / sizeof *wide; i++) {
+    conv_workload l = {1, 512, wide[i].hw, wide[i].hw, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    for (int64_t l2 = wide[i].l2_lo; l2 <= wide[i].l2_hi; l2 *= 2) {
+      build_for(&l, 16, 48 << 10, l2, &sp);
+      config_default(&sp, &c);
+      assert_int_equal(c.tmpl, TMPL_WINOGRAD);
+      assert_int_equal(cfg_get(&sp, &c, K_TILE), 2);
+      assert_int_equal(cfg_get(&sp, &c, K_T_BN), wide[i].t_bn);
+      assert_int_equal(cfg_get(&sp, &c, K_T_BLK), wide[i].t_blk);
+      assert_int_equal(winograd_block(&sp, &c), wide[i].block);
+      assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
+      assert_int_equal(cfg_get(&sp, &c, K_STAGE), 0);
+    }
+    build_for(&l, 16, 48 << 10, wide[i].l2_lo / 2, &sp);   /* the block past twice L2: direct */
+    config_default(&sp, &c);
+    assert_int_equal(c.tmpl, TMPL_NCHWC);
+  }
   conv_workload w7 = {1, 512, 7, 7, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  for (int64_t l2 = 512 << 10; l2 <= 2 << 20; l2 *= 2) {
-    build_for(&w7, 16, 48 << 10, l2, &sp);
-    config_default(&sp, &c);
-    assert_int_equal(c.tmpl, TMPL_WINOGRAD);
-    assert_int_equal(cfg_get(&sp, &c, K_TILE), 2);
-    assert_int_equal(cfg_get(&sp, &c, K_T_BN), 8);
-    assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 2);
-    assert_int_equal(winograd_block(&sp, &c), 16);
-    assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
-    assert_int_equal(cfg_get(&sp, &c, K_STAGE), 0);
-  }
-  build_for(&w7, 16, 48 << 10, 256 << 10, &sp);
-  config_default(&sp, &c);
-  assert_int_equal(c.tmpl, TMPL_WINOGRAD);
-  assert_int_equal(winograd_block(&sp, &c), 16);
-  build_for(&w7, 16, 48 << 10, 128 << 10, &sp);
-  config_default(&sp, &c);
-  assert_int_equal(c.tmpl, TMPL_NCHWC);
-  conv_workload w14 = {1, 512, 14, 14, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-  for (int64_t l2 = 1 << 20; l2 <= 2 << 20; l2 *= 2) {
-    build_for(&w14, 16, 48 << 10, l2, &sp);
-    config_default(&sp, &c);
-    assert_int_equal(c.tmpl, TMPL_WINOGRAD);
-    assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 4);
-    assert_int_equal(cfg_get(&sp, &c, K_T_BN), 14);
-    assert_int_equal(winograd_block(&sp, &c), 49);
-    assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
-  }
-  build_for(&w14, 16, 48 << 10, 512 << 10, &sp);
-  config_default(&sp, &c);
-  assert_int_equal(c.tmpl, TMPL_NCHWC);
   conv_workload w28 = {1, 512, 28, 28, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
   build_for(&w28, 16, 48 << 10, 1 << 20, &sp);
   config_default(&sp, &c);
