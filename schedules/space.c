@@ -735,7 +735,8 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
   /* wide layers: Winograd where the transformed input of one tile block
    * fits twice L2 (below) */
   int wide = w->sh == 1 && w->C * w->K > 256 * 256;
-  /* the tile: stride 1, 4 up to C·K = 128², 2 beyond (below); stride 2,
+  /* the tile: stride 1, 4 up to C·K = 128², 2 beyond (below, and 4 again
+   * on larger images); stride 2,
    * 2 (alpha 5: 25 points, 1.44× fewer multiplications than direct, its
    * transformed weights 25/9 of the direct ones), where each transformed
    * weight meets at least 32 tiles. ResNet-50's 3×3 stride-2 layers on Zen
@@ -758,7 +759,8 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
    * 56×56 layers of 128 → 256 and 256 channels in the model on Zen 5:
    * 0.56–0.65× the tile-2 time at one thread, 0.64–0.73× at two; a chain of
    * 28×28 × 256 ones 0.83–0.86× / 0.75–0.83×. ResNet's 14×14 layers of 256
-   * (16 tiles) keep tile 2 (bench/RESULTS.md, "Tile 4 on larger images") */
+   * (16 tiles) keep tile 2 (bench/RESULTS.md, "Wide layers on larger
+   * images") */
   if (m == 2 && w->sh == 1 && w->C * w->K <= 256 * 256 && winograd_tiles(w, 4) >= 49) m = 4;
   /* small layers on small images: where tile 4 makes at most 16 tiles
    * (a 14×14 image in 4×4 tiles computes 16×16, and the 16 tiles are two
@@ -784,10 +786,11 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
   int64_t OW = workload_out(w, 3);
   if (t->tmpl == TMPL_WINOGRAD) {
     /* Winograd for 3×3 stride-1 layers up to C·K = 256² with at least 8×8
-     * outputs: tile 4 up to 128² (ResNet's 56×56 and 28×28 layers), tile 2
-     * beyond (14×14: its transformed weights, 16/9 of the direct ones, come
-     * from memory in a whole network; tile 4's are 4×). Wider layers: one
-     * block of all their tiles where it fits (below), else direct. The
+     * outputs: tile 4 up to 128² (ResNet's 56×56 and 28×28 layers) and on
+     * images of 28×28 or more, tile 2 beyond (14×14: its transformed
+     * weights, 16/9 of the direct ones, come from memory in a whole
+     * network; tile 4's are 4×). Wider layers: tile blocks of up to 4 × 14
+     * tiles where a block's input fits twice L2 (below), else direct. The
      * blocks and register tile are what tuning ResNet-50 found
      * best on all four 3×3 layers at one and two threads (bench/RESULTS.md):
      * output channels in two vectors, 14 tiles per register block, input
