@@ -815,8 +815,10 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
        * block's transformed input may fill L2: on Zen 3 (512 KB L2, the
        * input 512 KB) 1.5 ms in sequence at two threads against 2.6 direct.
        * Larger images make larger blocks (up to t_blocks 4 of 14 tiles), the
-       * weights read once per block, and the block's transformed input may
-       * pass L2 up to twice: on Zen 5 (1 MB) wide_resnet50_2's 14×14 layers
+       * weights read once per block, and a block of more than 16 tiles may
+       * have its transformed input pass L2 up to twice (a 16-tile block,
+       * whose weights weigh more per tile, keeps the bound of L2 it was
+       * measured at): on Zen 5 (1 MB) wide_resnet50_2's 14×14 layers
        * of 512 channels (49 tiles, 1.6 MB) ran 0.43× / 0.42× the direct
        * default's time in the model at one / two threads, VGG-16's 28×28
        * ones (4 blocks of 56 tiles, 1.8 MB) 0.47× / 0.46×, AlexNet's 13×13
@@ -837,7 +839,8 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
       set_knob(t, c, K_STAGE, 0);
       set_knob(t, c, K_UNROLL_C, 0);
       set_knob(t, c, K_OC_SPLIT, odd ? 1 : 2);
-      if (4 * 16 * w->C * winograd_block(s, c) <= 2 * s->l2 && space_valid(s, c)) return;
+      int64_t blk = winograd_block(s, c);   /* up to twice L2 past 16 tiles a block, else L2 (below) */
+      if (4 * 16 * w->C * blk <= (blk > 16 ? 2 : 1) * s->l2 && space_valid(s, c)) return;
       goto direct;
     }
     set_knob(t, c, K_IC_BN, w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);

@@ -295,15 +295,14 @@ static void test_defaults_fit_the_machine(void **state) {
   assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 1);
   assert_int_equal(cfg_get(&sp, &c, K_T_BLK), 1);
   /* wider than 256²: Winograd where a tile block's transformed input
-   * fits twice L2 — ResNet's 7×7 layers of 512 channels (16 tiles of
-   * F(2×2, 3×3), 512 KiB): two register tiles of 8, one block, two
-   * output-channel groups, also with a 512 KiB L2 as on Zen 3 (there 0.58×
-   * the direct default's time in the model), and with 256 KiB; 14×14 (49
-   * tiles, 1.6 MiB) with 1 and 2 MiB, four register tiles of 14 (13 is not
-   * a candidate); direct where the block passes twice L2 (7×7 on 128 KiB,
-   * 14×14 on 512 KiB); 28×28 (196 tiles) in blocks of 56 (1.8 MiB) with
-   * 1 MiB */
-  const struct { int64_t hw, l2_lo, l2_hi, t_bn, t_blk, block; } wide[] = {{7, 256 << 10, 2 << 20, 8, 2, 16},
+   * fits L2, or twice L2 for a block of more than 16 tiles — ResNet's 7×7
+   * layers of 512 channels (16 tiles of F(2×2, 3×3), 512 KiB): two
+   * register tiles of 8, one block, two output-channel groups, also with a
+   * 512 KiB L2 as on Zen 3 (there 0.58× the direct default's time in the
+   * model), direct with 256 KiB; 14×14 (49 tiles, 1.6 MiB) with 1 and 2
+   * MiB, four register tiles of 14 (13 is not a candidate), direct with
+   * 512 KiB; 28×28 (196 tiles) in blocks of 56 (1.8 MiB) with 1 MiB */
+  const struct { int64_t hw, l2_lo, l2_hi, t_bn, t_blk, block; } wide[] = {{7, 512 << 10, 2 << 20, 8, 2, 16},
                                                                            {14, 1 << 20, 2 << 20, 14, 4, 49}};
   for (size_t i = 0; i < sizeof wide / sizeof *wide; i++) {
     conv_workload l = {1, 512, wide[i].hw, wide[i].hw, 512, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1};
