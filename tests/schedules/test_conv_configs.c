@@ -57,6 +57,10 @@ static const shape_case cases[] = {
     {"wino_c16_k10_w7_asym", 16, 7, 7, 10, 3, 3, 1, 1, 0, 2, 2, 0, 1, 1},
     /* Winograd at stride 2 (alpha 2m + 1): odd height, even width, padding on two sides only */
     {"wino_s2_c16_k24_h9_w14_asym", 16, 9, 14, 24, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1},
+    /* defaults of wider layers on larger images (the first config of a case is its default): C·K past 256²
+     * in two tile blocks of up to 56 tiles, the second partial (64 tiles); C·K past 128² at tile 4 (49 tiles) */
+    {"wide_c320_k320_w16", 320, 16, 16, 320, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"wino4_c160_k160_w28", 160, 28, 28, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 
 /* worst relative error seen per Winograd tile and stride (wino_slot), reported at the end */
