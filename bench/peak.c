@@ -56,7 +56,10 @@ int main(int argc, char **argv) {
     job jobs[64];
     for (int i = 0; i < threads; i++) {
       jobs[i].bcast = bcast;
-      pthread_create(&th[i], NULL, run, &jobs[i]);
+      if (pthread_create(&th[i], NULL, run, &jobs[i])) {
+        fprintf(stderr, "peak: cannot start FMA thread %d of %d\n", i + 1, threads);
+        return 1;
+      }
     }
     double total = 0;
     for (int i = 0; i < threads; i++) {
@@ -78,7 +81,10 @@ int main(int argc, char **argv) {
   part parts[64];
   for (int i = 0; i < threads; i++) {
     parts[i] = (part){mem + n / (size_t)threads * (size_t)i, n / (size_t)threads, 0, 0};
-    pthread_create(&th[i], NULL, read_part, &parts[i]);
+    if (pthread_create(&th[i], NULL, read_part, &parts[i])) {
+      fprintf(stderr, "peak: cannot start memory-read thread %d of %d\n", i + 1, threads);
+      return 1;
+    }
   }
   double bytes_s = 0;
   for (int i = 0; i < threads; i++) {

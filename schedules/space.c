@@ -733,7 +733,7 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
   const tmpl_space *t = space_tmpl(s, TMPL_DEPTHWISE);
   if (!t) t = space_tmpl(s, TMPL_1X1);
   /* wide layers: Winograd where the transformed input of one tile block
-   * fits twice L2 (below) */
+   * fits L2, or twice L2 past 16 tiles a block (below) */
   int wide = w->sh == 1 && w->C * w->K > 256 * 256;
   /* the tile: stride 1, 4 up to C·K = 128², 2 beyond (below, and 4 again
    * on larger images); stride 2,
@@ -790,7 +790,8 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
      * images of 28×28 or more, tile 2 beyond (14×14: its transformed
      * weights, 16/9 of the direct ones, come from memory in a whole
      * network; tile 4's are 4×). Wider layers: tile blocks of up to 4 × 14
-     * tiles where a block's input fits twice L2 (below), else direct. The
+     * tiles where a block's input fits L2 (twice past 16 tiles; below), else
+     * direct. The
      * blocks and register tile are what tuning ResNet-50 found
      * best on all four 3×3 layers at one and two threads (bench/RESULTS.md):
      * output channels in two vectors, 14 tiles per register block, input
@@ -839,8 +840,9 @@ void config_default_at(const task_space *s, int64_t in_blk, int allow_winograd, 
       set_knob(t, c, K_STAGE, 0);
       set_knob(t, c, K_UNROLL_C, 0);
       set_knob(t, c, K_OC_SPLIT, odd ? 1 : 2);
-      int64_t blk = winograd_block(s, c);   /* up to twice L2 past 16 tiles a block, else L2 (below) */
-      if (4 * 16 * w->C * blk <= (blk > 16 ? 2 : 1) * s->l2 && space_valid(s, c)) return;
+      int64_t v, m2;   /* the block's transformed input: within twice L2 past 16 tiles a block, else L2 (above) */
+      winograd_scratch(s, c, &v, &m2);
+      if (4 * v <= (winograd_block(s, c) > 16 ? 2 : 1) * s->l2 && space_valid(s, c)) return;
       goto direct;
     }
     set_knob(t, c, K_IC_BN, w->C >= 128 && w->C % (vec / 2) == 0 ? vec / 2 : vec);

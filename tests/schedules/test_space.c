@@ -317,7 +317,7 @@ static void test_defaults_fit_the_machine(void **state) {
       assert_int_equal(cfg_get(&sp, &c, K_OC_SPLIT), 2);
       assert_int_equal(cfg_get(&sp, &c, K_STAGE), 0);
     }
-    build_for(&l, 16, 48 << 10, wide[i].l2_lo / 2, &sp);   /* the block past twice L2: direct */
+    build_for(&l, 16, 48 << 10, wide[i].l2_lo / 2, &sp);   /* the block past its bound: direct */
     config_default(&sp, &c);
     assert_int_equal(c.tmpl, TMPL_NCHWC);
   }
